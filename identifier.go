@@ -1,0 +1,43 @@
+package shedlock
+
+import (
+	"fmt"
+	"strings"
+)
+
+// quoteTable validates a table name, optionally schema-qualified, and returns it
+// quoted with q (a backtick for MySQL, a double quote for SQLite). Only plain
+// identifiers pass, so nothing from an option reaches SQL that could change it.
+func quoteTable(name string, q byte) (string, error) {
+	parts := strings.Split(name, ".")
+	if len(parts) > 2 {
+		return "", fmt.Errorf("%w: WithTableName(%q): at most one dot, as schema.table", ErrInvalidOption, name)
+	}
+	var b strings.Builder
+	for i, p := range parts {
+		if !isIdentifier(p) {
+			return "", fmt.Errorf("%w: WithTableName(%q): %q is not a plain identifier "+
+				"(1..64 of letters, digits, _ or $, not starting with a digit)", ErrInvalidOption, name, p)
+		}
+		if i > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteByte(q)
+		b.WriteString(p)
+		b.WriteByte(q)
+	}
+	return b.String(), nil
+}
+
+func isIdentifier(s string) bool {
+	if s == "" || len(s) > 64 || (s[0] >= '0' && s[0] <= '9') {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c == '_' || c == '$' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}

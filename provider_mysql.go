@@ -1,0 +1,171 @@
+package shedlock
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/shedlock-go/shedlock/internal/sqlcore"
+	"github.com/shedlock-go/shedlock/migrations"
+)
+
+// mysqlTimestampEnd is the last instant a TIMESTAMP column holds. A lock_until past
+// it is stored as zero by INSERT IGNORE, which frees the lock at once.
+var mysqlTimestampEnd = time.Date(2038, 1, 19, 3, 14, 7, 0, time.UTC)
+
+// mysqlClockMargin covers the gap between this process's clock, used to check a
+// LockAtMostFor against mysqlTimestampEnd, and the database's.
+const mysqlClockMargin = 24 * time.Hour
+
+// MySQLProvider takes locks in a MySQL or MariaDB table (see migrations/mysql).
+// It is safe for concurrent use. Its statements are prepared on first use and run
+// in autocommit on the *sql.DB, never in a caller's transaction.
+type MySQLProvider struct {
+	db     *sql.DB
+	opts   providerOptions
+	table  string // quoted
+	engine sqlcore.Engine
+
+	initMu sync.Mutex
+	stmts  *mysqlStatements // nil until the first successful init
+}
+
+type mysqlStatements struct {
+	dialect                         mysqlUTCDialect
+	insert, update, release, extend *sql.Stmt
+	owned, ownedUnexpired           string
+}
+
+// NewMySQLProvider returns a provider on db. It does not touch the database: the
+// server is probed and statements prepared on the first lock attempt, so a
+// service can start while its database is down.
+func NewMySQLProvider(db *sql.DB, opts ...ProviderOption) (*MySQLProvider, error) {
+	if db == nil {
+		return nil, fmt.Errorf("%w: NewMySQLProvider: nil *sql.DB", ErrInvalidOption)
+	}
+	o := defaultProviderOptions()
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	table, err := quoteTable(o.table, '`')
+	if err != nil {
+		return nil, err
+	}
+	p := &MySQLProvider{db: db, opts: o, table: table}
+	p.engine = sqlcore.Engine{
+		Store: (*mysqlStore)(p),
+		Owner: o.lockedBy,
+		Errs:  sqlcore.Errors{NotAcquired: ErrNotAcquired, LockLost: ErrLockLost, ReleaseFailed: ErrReleaseFailed},
+		Log:   o.logger, Retries: o.releaseRetries, Backoff: o.releaseBackoff,
+	}
+	return p, nil
+}
+
+// LockedBy returns the owner this provider writes to locked_by.
+func (p *MySQLProvider) LockedBy() string { return p.opts.lockedBy }
+
+// TryLock makes one attempt to take cfg's lock: ErrNotAcquired when another
+// instance holds it.
+func (p *MySQLProvider) TryLock(ctx context.Context, cfg LockConfig) (Lock, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := p.checkEnd(cfg.Name, cfg.LockAtMostFor); err != nil {
+		return nil, err
+	}
+	h, err := p.engine.TryLock(ctx, cfg.Name, cfg.LockAtMostFor, cfg.LockAtLeastFor)
+	if err != nil {
+		return nil, err
+	}
+	return &sqlLock{h: h, name: cfg.Name, checkEnd: p.checkEnd}, nil
+}
+
+// EnsureTable creates the lock table if it does not exist, with the DDL of
+// migrations/mysql.
+func (p *MySQLProvider) EnsureTable(ctx context.Context) error {
+	ddl, err := migrations.FS.ReadFile("mysql/0001_create_shedlock.up.sql")
+	if err != nil {
+		return fmt.Errorf("shedlock: read migration: %w", err)
+	}
+	const head = "CREATE TABLE IF NOT EXISTS shedlock ("
+	s, ok := strings.CutPrefix(string(ddl), head)
+	if !ok {
+		return errors.New("shedlock: migration mysql/0001 does not start with " + head)
+	}
+	if _, err := p.db.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS "+p.table+" ("+s); err != nil {
+		return fmt.Errorf("shedlock: create table %s: %w", p.table, err)
+	}
+	return nil
+}
+
+// Close releases the prepared statements. Locks still held stay until their
+// lock_until.
+func (p *MySQLProvider) Close() error {
+	p.initMu.Lock()
+	defer p.initMu.Unlock()
+	if p.stmts == nil {
+		return nil
+	}
+	s := p.stmts
+	p.stmts = nil
+	return errors.Join(s.insert.Close(), s.update.Close(), s.release.Close(), s.extend.Close())
+}
+
+func (p *MySQLProvider) now() time.Time {
+	if p.opts.now != nil {
+		return p.opts.now()
+	}
+	return time.Now()
+}
+
+func (p *MySQLProvider) checkEnd(name string, mostFor time.Duration) error {
+	if end := p.now().Add(mostFor); end.After(mysqlTimestampEnd.Add(-mysqlClockMargin)) {
+		return fmt.Errorf("%w: lock %q: LockAtMostFor %v puts lock_until past %s, "+
+			"the end of what a TIMESTAMP column holds (less a day for clock skew)",
+			ErrInvalidConfig, name, mostFor, mysqlTimestampEnd.Format(time.DateTime+" MST"))
+	}
+	return nil
+}
+
+// statements probes the server and prepares the statements once; a failure is
+// returned and tried again on the next call.
+func (p *MySQLProvider) statements(ctx context.Context) (*mysqlStatements, error) {
+	p.initMu.Lock()
+	defer p.initMu.Unlock()
+	if p.stmts != nil {
+		return p.stmts, nil
+	}
+	dialect, err := detectUTCDialect(ctx, p.db)
+	if err != nil {
+		return nil, err
+	}
+	sqlOf := func(stmt string) string { return dialect(strings.ReplaceAll(stmt, "{t}", p.table)) }
+	texts := [4]string{mysqlInsert, mysqlUpdate, mysqlRelease, mysqlExtend}
+	owned := mysqlOwnedUnexpired
+	if p.opts.now != nil {
+		texts = [4]string{mysqlClientInsert, mysqlClientUpdate, mysqlClientRelease, mysqlClientExtend}
+		owned = mysqlClientOwnedUnexpired
+	}
+	var prepared [4]*sql.Stmt
+	for i, text := range texts {
+		if prepared[i], err = p.db.PrepareContext(ctx, sqlOf(text)); err != nil {
+			for _, s := range prepared[:i] {
+				_ = s.Close()
+			}
+			return nil, fmt.Errorf("shedlock: prepare statements on %s: %w", p.table, err)
+		}
+	}
+	p.stmts = &mysqlStatements{
+		dialect: dialect,
+		insert:  prepared[0], update: prepared[1], release: prepared[2], extend: prepared[3],
+		owned: sqlOf(mysqlOwned), ownedUnexpired: sqlOf(owned),
+	}
+	return p.stmts, nil
+}

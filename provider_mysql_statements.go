@@ -1,0 +1,74 @@
+package shedlock
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+)
+
+// The MySQL/MariaDB statements. {t} is the quoted table name. Every statement runs
+// with the session time zone pinned to UTC for that statement alone (see
+// mysqlUTCDialect), because lock_until is a TIMESTAMP: a session in another zone
+// would write and read UTC_TIMESTAMP values shifted by its offset.
+const (
+	// Database time, the default.
+	mysqlInsert = "INSERT IGNORE INTO {t} (name, lock_until, locked_at, locked_by) " +
+		"VALUES (?, TIMESTAMPADD(MICROSECOND, ?, UTC_TIMESTAMP(3)), UTC_TIMESTAMP(3), ?)"
+	mysqlUpdate = "UPDATE {t} SET lock_until = TIMESTAMPADD(MICROSECOND, ?, UTC_TIMESTAMP(3)), " +
+		"locked_at = UTC_TIMESTAMP(3), locked_by = ? WHERE name = ? AND lock_until <= UTC_TIMESTAMP(3)"
+	mysqlRelease = "UPDATE {t} SET lock_until = IF(TIMESTAMPADD(MICROSECOND, ?, locked_at) > UTC_TIMESTAMP(3), " +
+		"TIMESTAMPADD(MICROSECOND, ?, locked_at), UTC_TIMESTAMP(3)) WHERE name = ? AND locked_by = ?"
+	mysqlExtend = "UPDATE {t} SET lock_until = TIMESTAMPADD(MICROSECOND, ?, UTC_TIMESTAMP(3)) " +
+		"WHERE name = ? AND locked_by = ? AND lock_until > UTC_TIMESTAMP(3)"
+	// An UPDATE that leaves a row as it was reports 0 rows: these tell "ours,
+	// unchanged" from "not ours". They run only after such a 0.
+	mysqlOwned          = "SELECT COUNT(*) FROM {t} WHERE name = ? AND locked_by = ?"
+	mysqlOwnedUnexpired = "SELECT COUNT(*) FROM {t} WHERE name = ? AND locked_by = ? AND lock_until > UTC_TIMESTAMP(3)"
+
+	// Client time, only with WithClientClock; every ? time is this process's now.
+	mysqlClientInsert = "INSERT IGNORE INTO {t} (name, lock_until, locked_at, locked_by) VALUES (?, ?, ?, ?)"
+	mysqlClientUpdate = "UPDATE {t} SET lock_until = ?, locked_at = ?, locked_by = ? " +
+		"WHERE name = ? AND lock_until <= ?"
+	mysqlClientRelease = "UPDATE {t} SET lock_until = IF(TIMESTAMPADD(MICROSECOND, ?, locked_at) > ?, " +
+		"TIMESTAMPADD(MICROSECOND, ?, locked_at), ?) WHERE name = ? AND locked_by = ?"
+	mysqlClientExtend         = "UPDATE {t} SET lock_until = ? WHERE name = ? AND locked_by = ? AND lock_until > ?"
+	mysqlClientOwnedUnexpired = "SELECT COUNT(*) FROM {t} WHERE name = ? AND locked_by = ? AND lock_until > ?"
+
+	// mysqlTimeLayout formats client times for the UTC-pinned session.
+	mysqlTimeLayout = "2006-01-02 15:04:05.000000"
+)
+
+// mysqlUTCDialect rewrites a statement so that it runs with time_zone '+00:00'
+// without a separate round trip: MariaDB's SET STATEMENT ... FOR, or MySQL 8's
+// SET_VAR optimizer hint.
+type mysqlUTCDialect func(stmt string) string
+
+func mariadbUTC(stmt string) string {
+	return "SET STATEMENT time_zone = '+00:00' FOR " + stmt
+}
+
+func mysql8UTC(stmt string) string {
+	verb, rest, _ := strings.Cut(stmt, " ")
+	return verb + " /*+ SET_VAR(time_zone = '+00:00') */ " + rest
+}
+
+// detectUTCDialect asks the server which form it understands, and checks that the
+// form really sets the zone (MySQL ignores a hint it does not know, with a warning).
+func detectUTCDialect(ctx context.Context, db *sql.DB) (mysqlUTCDialect, error) {
+	var version string
+	if err := db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version); err != nil {
+		return nil, fmt.Errorf("shedlock: read server version: %w", err)
+	}
+	dialect := mysqlUTCDialect(mysql8UTC)
+	if strings.Contains(strings.ToLower(version), "mariadb") {
+		dialect = mariadbUTC
+	}
+	var zone string
+	if err := db.QueryRowContext(ctx, dialect("SELECT @@session.time_zone")).Scan(&zone); err != nil || zone != "+00:00" {
+		return nil, fmt.Errorf("shedlock: server %s cannot pin time_zone for one statement "+
+			"(MariaDB >= 10.1.2 or MySQL >= 8.0.17 can); lock times would depend on each session's zone: %v",
+			version, err)
+	}
+	return dialect, nil
+}

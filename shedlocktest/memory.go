@@ -1,0 +1,104 @@
+package shedlocktest
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/shedlock-go/shedlock"
+)
+
+// MemoryStore is a lock table in memory, for tests of code that uses shedlock
+// within one process. It keeps the same promises as the SQL providers (it passes
+// Run), but it is no lock between processes.
+type MemoryStore struct {
+	mu    sync.Mutex
+	rows  map[string]memoryRow
+	terms uint64
+}
+
+type memoryRow struct {
+	until, lockedAt time.Time
+	owner           string
+	term            uint64
+}
+
+// NewMemoryStore returns an empty store.
+func NewMemoryStore() *MemoryStore {
+	return &MemoryStore{rows: make(map[string]memoryRow)}
+}
+
+// Provider returns a provider on s that writes owner as the holder.
+func (s *MemoryStore) Provider(owner string) shedlock.LockProvider {
+	return memoryProvider{s: s, owner: owner}
+}
+
+type memoryProvider struct {
+	s     *MemoryStore
+	owner string
+}
+
+func (p memoryProvider) TryLock(ctx context.Context, cfg shedlock.LockConfig) (shedlock.Lock, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s := p.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	if r, ok := s.rows[cfg.Name]; ok && r.until.After(now) {
+		return nil, shedlock.ErrNotAcquired
+	}
+	s.terms++
+	s.rows[cfg.Name] = memoryRow{until: now.Add(cfg.LockAtMostFor), lockedAt: now, owner: p.owner, term: s.terms}
+	return &memoryLock{s: s, name: cfg.Name, term: s.terms, least: cfg.LockAtLeastFor}, nil
+}
+
+type memoryLock struct {
+	s     *MemoryStore
+	name  string
+	term  uint64
+	least time.Duration
+}
+
+func (l *memoryLock) Unlock(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	l.s.mu.Lock()
+	defer l.s.mu.Unlock()
+	r, ok := l.s.rows[l.name]
+	if !ok || r.term != l.term {
+		return shedlock.ErrLockLost
+	}
+	r.until = time.Now()
+	if least := r.lockedAt.Add(l.least); least.After(r.until) {
+		r.until = least
+	}
+	r.term = 0 // released: a second Unlock finds no term of its own
+	l.s.rows[l.name] = r
+	return nil
+}
+
+func (l *memoryLock) Extend(ctx context.Context, most, least time.Duration) error {
+	if err := (shedlock.LockConfig{Name: l.name, LockAtMostFor: most, LockAtLeastFor: least}).Validate(); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	l.s.mu.Lock()
+	defer l.s.mu.Unlock()
+	now := time.Now()
+	r, ok := l.s.rows[l.name]
+	if !ok || r.term != l.term || !r.until.After(now) {
+		return shedlock.ErrLockLost
+	}
+	r.until = now.Add(most)
+	l.s.rows[l.name] = r
+	l.least = least
+	return nil
+}

@@ -1,0 +1,275 @@
+// Package shedlocktest checks that a shedlock.LockProvider keeps the promises the
+// rest of shedlock relies on, against a real store. Every provider in this module
+// runs it; run it against your own:
+//
+//	func TestMyProvider(t *testing.T) {
+//		shedlocktest.Run(t, func(t *testing.T) shedlocktest.NewProviderFunc {
+//			table := createEmptyLockTable(t)
+//			return func(t *testing.T) shedlock.LockProvider {
+//				return newMyProvider(t, openPool(t), table)
+//			}
+//		})
+//	}
+package shedlocktest
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shedlock-go/shedlock"
+)
+
+// NewProviderFunc returns a new provider instance on the store under test. Each
+// call must give a distinct instance, as a separate pod would have: its own owner
+// and, where the store has them, its own connections.
+type NewProviderFunc func(t *testing.T) shedlock.LockProvider
+
+// NewStoreFunc prepares an empty lock store for one test (a table no other test
+// uses) and returns how to make providers on it.
+type NewStoreFunc func(t *testing.T) NewProviderFunc
+
+// Run runs the behaviour suite as parallel subtests of t.
+func Run(t *testing.T, newStore NewStoreFunc) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, newProvider NewProviderFunc)
+	}{
+		{"AcquireSkipRelease", testAcquireSkipRelease},
+		{"IndependentNames", testIndependentNames},
+		{"LockAtLeastForKeptAfterRelease", testLockAtLeastFor},
+		{"LockAtMostForExpiresUnreleasedLock", testLockAtMostFor},
+		{"LateUnlockKeepsNextHoldersLock", testLateUnlockOtherOwner},
+		{"LateUnlockKeepsOwnNewerLock", testLateUnlockSameOwner},
+		{"ExtendKeepsLock", testExtend},
+		{"ExtendAfterExpiryIsLockLost", testExtendExpired},
+		{"DoubleUnlockIsLockLost", testDoubleUnlock},
+		{"InvalidConfigRejected", testInvalidConfig},
+		{"CancelledContextTakesNoLock", testCancelledContext},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.fn(t, newStore(t))
+		})
+	}
+}
+
+func cfg(name string, most, least time.Duration) shedlock.LockConfig {
+	return shedlock.LockConfig{Name: name, LockAtMostFor: most, LockAtLeastFor: least}
+}
+
+func mustLock(t *testing.T, p shedlock.LockProvider, c shedlock.LockConfig) shedlock.Lock {
+	t.Helper()
+	l, err := p.TryLock(context.Background(), c)
+	if err != nil {
+		t.Fatalf("TryLock(%q): want the lock, got %v", c.Name, err)
+	}
+	return l
+}
+
+func mustNotLock(t *testing.T, p shedlock.LockProvider, c shedlock.LockConfig) {
+	t.Helper()
+	l, err := p.TryLock(context.Background(), c)
+	if !errors.Is(err, shedlock.ErrNotAcquired) {
+		t.Fatalf("TryLock(%q): want ErrNotAcquired, got lock=%v err=%v", c.Name, l != nil, err)
+	}
+}
+
+// lockWithin polls TryLock until it succeeds, failing t after timeout.
+func lockWithin(t *testing.T, p shedlock.LockProvider, c shedlock.LockConfig, timeout time.Duration) shedlock.Lock {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		l, err := p.TryLock(context.Background(), c)
+		if err == nil {
+			return l
+		}
+		if !errors.Is(err, shedlock.ErrNotAcquired) {
+			t.Fatalf("TryLock(%q): %v", c.Name, err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("TryLock(%q): not acquired within %v", c.Name, timeout)
+		}
+		time.Sleep(2 * time.Millisecond) // poll interval, not synchronisation
+	}
+}
+
+// slack absorbs the millisecond rounding of stored times.
+const slack = 5 * time.Millisecond
+
+func testAcquireSkipRelease(t *testing.T, newProvider NewProviderFunc) {
+	a, b := newProvider(t), newProvider(t)
+	c := cfg("job", time.Minute, 0)
+	l := mustLock(t, a, c)
+	mustNotLock(t, b, c)
+	mustNotLock(t, a, c) // the holder itself cannot take it twice
+	if err := l.Unlock(context.Background()); err != nil {
+		t.Fatalf("Unlock: %v", err)
+	}
+	l = mustLock(t, b, c)
+	mustNotLock(t, a, c)
+	if err := l.Unlock(context.Background()); err != nil {
+		t.Fatalf("Unlock: %v", err)
+	}
+}
+
+func testIndependentNames(t *testing.T, newProvider NewProviderFunc) {
+	a, b := newProvider(t), newProvider(t)
+	mustLock(t, a, cfg("job-a", time.Minute, 0))
+	mustLock(t, b, cfg("job-b", time.Minute, 0))
+	mustNotLock(t, b, cfg("job-a", time.Minute, 0))
+	mustNotLock(t, a, cfg("job-b", time.Minute, 0))
+}
+
+func testLockAtLeastFor(t *testing.T, newProvider NewProviderFunc) {
+	a, b := newProvider(t), newProvider(t)
+	const least = 400 * time.Millisecond
+	c := cfg("job", 30*time.Second, least)
+	start := time.Now()
+	l := mustLock(t, a, c)
+	if err := l.Unlock(context.Background()); err != nil {
+		t.Fatalf("Unlock: %v", err)
+	}
+	mustNotLock(t, b, c)
+	lockWithin(t, b, c, 10*time.Second)
+	if got := time.Since(start); got < least-slack {
+		t.Fatalf("released lock taken again after %v, before LockAtLeastFor %v", got, least)
+	}
+}
+
+func testLockAtMostFor(t *testing.T, newProvider NewProviderFunc) {
+	a, b := newProvider(t), newProvider(t)
+	const most = 400 * time.Millisecond
+	c := cfg("job", most, 0)
+	start := time.Now()
+	mustLock(t, a, c) // never unlocked: the holder crashed
+	mustNotLock(t, b, c)
+	lockWithin(t, b, c, most+10*time.Second)
+	if got := time.Since(start); got < most-slack {
+		t.Fatalf("unreleased lock taken after %v, before LockAtMostFor %v", got, most)
+	}
+}
+
+func testLateUnlockOtherOwner(t *testing.T, newProvider NewProviderFunc) {
+	a, b, c3 := newProvider(t), newProvider(t), newProvider(t)
+	short := cfg("job", 200*time.Millisecond, 0)
+	old := mustLock(t, a, short)
+	lockWithin(t, b, cfg("job", time.Minute, 0), 10*time.Second)
+	if err := old.Unlock(context.Background()); !errors.Is(err, shedlock.ErrLockLost) {
+		t.Fatalf("late Unlock: want ErrLockLost, got %v", err)
+	}
+	mustNotLock(t, c3, short)
+	mustNotLock(t, a, short)
+}
+
+func testLateUnlockSameOwner(t *testing.T, newProvider NewProviderFunc) {
+	a, b := newProvider(t), newProvider(t)
+	old := mustLock(t, a, cfg("job", 200*time.Millisecond, 0))
+	lockWithin(t, a, cfg("job", time.Minute, 0), 10*time.Second) // same owner, new term
+	if err := old.Unlock(context.Background()); !errors.Is(err, shedlock.ErrLockLost) {
+		t.Fatalf("late Unlock of the older term: want ErrLockLost, got %v", err)
+	}
+	mustNotLock(t, b, cfg("job", time.Minute, 0))
+}
+
+func testExtend(t *testing.T, newProvider NewProviderFunc) {
+	a, b := newProvider(t), newProvider(t)
+	const most = 300 * time.Millisecond
+	c := cfg("job", most, 0)
+	start := time.Now()
+	l := mustLock(t, a, c)
+	if err := l.Extend(context.Background(), 3*time.Second, 0); err != nil {
+		t.Fatalf("Extend: %v", err)
+	}
+	for time.Since(start) < 3*most {
+		mustNotLock(t, b, c)
+		time.Sleep(20 * time.Millisecond) // poll interval
+	}
+	if err := l.Extend(context.Background(), 3*time.Second, 0); err != nil {
+		t.Fatalf("second Extend: %v", err)
+	}
+	if err := l.Unlock(context.Background()); err != nil {
+		t.Fatalf("Unlock after Extend: %v", err)
+	}
+	mustLock(t, b, c)
+}
+
+func testExtendExpired(t *testing.T, newProvider NewProviderFunc) {
+	a, b := newProvider(t), newProvider(t)
+	const most = 200 * time.Millisecond
+	c := cfg("job", most, 0)
+
+	expired := mustLock(t, a, c)
+	start := time.Now()
+	for time.Since(start) < most+50*time.Millisecond {
+		time.Sleep(10 * time.Millisecond) // let the lock run out, unused by anyone
+	}
+	if err := expired.Extend(context.Background(), time.Minute, 0); !errors.Is(err, shedlock.ErrLockLost) {
+		t.Fatalf("Extend of an expired lock: want ErrLockLost, got %v", err)
+	}
+
+	taken := lockWithin(t, b, c, 10*time.Second)
+	_ = taken
+	if err := expired.Extend(context.Background(), time.Minute, 0); !errors.Is(err, shedlock.ErrLockLost) {
+		t.Fatalf("Extend of a lock another instance holds: want ErrLockLost, got %v", err)
+	}
+	mustNotLock(t, a, c)
+}
+
+func testDoubleUnlock(t *testing.T, newProvider NewProviderFunc) {
+	a := newProvider(t)
+	l := mustLock(t, a, cfg("job", time.Minute, 0))
+	if err := l.Unlock(context.Background()); err != nil {
+		t.Fatalf("Unlock: %v", err)
+	}
+	if err := l.Unlock(context.Background()); !errors.Is(err, shedlock.ErrLockLost) {
+		t.Fatalf("second Unlock: want ErrLockLost, got %v", err)
+	}
+}
+
+func testInvalidConfig(t *testing.T, newProvider NewProviderFunc) {
+	a, b := newProvider(t), newProvider(t)
+	long := strings.Repeat("x", shedlock.MaxNameLength+1)
+	cases := []struct {
+		cfg  shedlock.LockConfig
+		want string // in the message
+	}{
+		{cfg("", time.Minute, 0), "Name is empty"},
+		{cfg(long, time.Minute, 0), "Name has 65 characters"},
+		{cfg("job", 0, 0), `lock "job": LockAtMostFor must be > 0`},
+		{cfg("job", -time.Second, 0), `lock "job": LockAtMostFor must be > 0`},
+		{cfg("job", time.Minute, -time.Second), `lock "job": LockAtLeastFor must be >= 0`},
+		{cfg("job", time.Minute, 2*time.Minute), `lock "job": LockAtLeastFor (2m0s) must not exceed LockAtMostFor (1m0s)`},
+	}
+	for _, tc := range cases {
+		l, err := a.TryLock(context.Background(), tc.cfg)
+		if l != nil || !errors.Is(err, shedlock.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("TryLock(%+v): want ErrInvalidConfig with %q, got lock=%v err=%v", tc.cfg, tc.want, l != nil, err)
+		}
+	}
+	// Nothing was written: the names are still free for another instance.
+	mustLock(t, b, cfg("job", time.Minute, 0))
+
+	l := mustLock(t, a, cfg("other", time.Minute, 0))
+	if err := l.Extend(context.Background(), 0, 0); !errors.Is(err, shedlock.ErrInvalidConfig) {
+		t.Errorf("Extend(0, 0): want ErrInvalidConfig, got %v", err)
+	}
+	if err := l.Extend(context.Background(), time.Second, time.Minute); !errors.Is(err, shedlock.ErrInvalidConfig) {
+		t.Errorf("Extend(1s, 1m): want ErrInvalidConfig, got %v", err)
+	}
+	mustNotLock(t, b, cfg("other", time.Minute, 0)) // a rejected Extend left the lock as it was
+}
+
+func testCancelledContext(t *testing.T, newProvider NewProviderFunc) {
+	a, b := newProvider(t), newProvider(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	l, err := a.TryLock(ctx, cfg("job", time.Minute, 0))
+	if l != nil || err == nil || errors.Is(err, shedlock.ErrNotAcquired) {
+		t.Fatalf("TryLock with a cancelled context: want a context error, got lock=%v err=%v", l != nil, err)
+	}
+	mustLock(t, b, cfg("job", time.Minute, 0))
+}
