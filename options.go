@@ -24,7 +24,7 @@ type providerOptions struct {
 func defaultProviderOptions() providerOptions {
 	return providerOptions{
 		table:          "shedlock",
-		logger:         slog.New(slog.DiscardHandler),
+		logger:         slog.Default(),
 		releaseRetries: 3,
 		releaseBackoff: 100 * time.Millisecond,
 	}
@@ -44,7 +44,7 @@ func WithLockedBy(id string) ProviderOption {
 	return func(o *providerOptions) { o.lockedBy = id }
 }
 
-// WithLogger sets where the provider logs retried releases. The default discards.
+// WithLogger sets where the provider logs retried releases. Default: slog.Default().
 func WithLogger(l *slog.Logger) ProviderOption {
 	return func(o *providerOptions) { o.logger = l }
 }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/shedlock-go/shedlock/internal/sqlcore"
-	"github.com/shedlock-go/shedlock/migrations"
 )
 
 // mysqlTimestampEnd is the last instant a TIMESTAMP column holds. A lock_until past
@@ -44,27 +43,12 @@ type mysqlStatements struct {
 // server is probed and statements prepared on the first lock attempt, so a
 // service can start while its database is down.
 func NewMySQLProvider(db *sql.DB, opts ...ProviderOption) (*MySQLProvider, error) {
-	if db == nil {
-		return nil, fmt.Errorf("%w: NewMySQLProvider: nil *sql.DB", ErrInvalidOption)
-	}
-	o := defaultProviderOptions()
-	for _, opt := range opts {
-		opt(&o)
-	}
-	if err := o.validate(); err != nil {
-		return nil, err
-	}
-	table, err := quoteTable(o.table, '`')
+	o, table, err := sqlProviderSetup("NewMySQLProvider", db, '`', opts)
 	if err != nil {
 		return nil, err
 	}
 	p := &MySQLProvider{db: db, opts: o, table: table}
-	p.engine = sqlcore.Engine{
-		Store: (*mysqlStore)(p),
-		Owner: o.lockedBy,
-		Errs:  sqlcore.Errors{NotAcquired: ErrNotAcquired, LockLost: ErrLockLost, ReleaseFailed: ErrReleaseFailed},
-		Log:   o.logger, Retries: o.releaseRetries, Backoff: o.releaseBackoff,
-	}
+	p.engine = newEngine(o, (*mysqlStore)(p))
 	return p, nil
 }
 
@@ -90,19 +74,7 @@ func (p *MySQLProvider) TryLock(ctx context.Context, cfg LockConfig) (Lock, erro
 // EnsureTable creates the lock table if it does not exist, with the DDL of
 // migrations/mysql.
 func (p *MySQLProvider) EnsureTable(ctx context.Context) error {
-	ddl, err := migrations.FS.ReadFile("mysql/0001_create_shedlock.up.sql")
-	if err != nil {
-		return fmt.Errorf("shedlock: read migration: %w", err)
-	}
-	const head = "CREATE TABLE IF NOT EXISTS shedlock ("
-	s, ok := strings.CutPrefix(string(ddl), head)
-	if !ok {
-		return errors.New("shedlock: migration mysql/0001 does not start with " + head)
-	}
-	if _, err := p.db.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS "+p.table+" ("+s); err != nil {
-		return fmt.Errorf("shedlock: create table %s: %w", p.table, err)
-	}
-	return nil
+	return ensureTable(ctx, p.db, "mysql/0001_create_shedlock.up.sql", p.table)
 }
 
 // Close releases the prepared statements. Locks still held stay until their

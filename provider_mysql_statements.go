@@ -66,9 +66,10 @@ func detectUTCDialect(ctx context.Context, db *sql.DB) (mysqlUTCDialect, error) 
 	}
 	var zone string
 	if err := db.QueryRowContext(ctx, dialect("SELECT @@session.time_zone")).Scan(&zone); err != nil || zone != "+00:00" {
-		return nil, fmt.Errorf("shedlock: server %s cannot pin time_zone for one statement "+
-			"(MariaDB >= 10.1.2 or MySQL >= 8.0.17 can); lock times would depend on each session's zone: %v",
-			version, err)
+		return nil, fmt.Errorf("shedlock: server %s did not pin time_zone to +00:00 for one statement "+
+			"(MariaDB's SET STATEMENT or MySQL 8's SET_VAR hint); without it lock times would depend "+
+			"on each session's zone, so the provider refuses to run (probe: zone %q, error %v)",
+			version, zone, err)
 	}
 	return dialect, nil
 }

@@ -1,0 +1,46 @@
+// Package shedlock makes a periodic job run on at most one instance of a
+// horizontally scaled service at a time, by taking a lock row in the database the
+// service already has. It is a port of Java's ShedLock, sharing its table.
+//
+// # The guarantee, and its limits
+//
+// While one instance holds a name's lock, no other instance gets it: a job run
+// under the lock never runs beside another run of itself. That is mutual
+// exclusion, not exactly-once. A tick can be skipped (the holder crashed and the
+// lock stays until LockAtMostFor) or repeated (a run outlived LockAtMostFor, or
+// LockAtLeastFor was shorter than the spread of the instances' schedules), so jobs
+// must be safe to run again and to miss a turn.
+//
+// # One row per name
+//
+// A lock is a row (name, lock_until, locked_at, locked_by). Every comparison uses
+// the database's clock, so instances whose clocks differ still agree.
+//
+//	          INSERT IGNORE, 1 row (first time the name is seen)
+//	(no row) ─────────────────────────────────────────────┐
+//	                                                      ▼
+//	free ────── UPDATE ... WHERE lock_until <= now ─────▶ held by A
+//	▲  ▲                                                  │   │
+//	│  └─ Unlock by A: lock_until =                       │   │
+//	│     max(locked_at + LockAtLeastFor, now) ◀──────────┘   │
+//	└──── now passes lock_until (A crashed or hung) ◀─────────┘
+//
+// Only the owner (locked_by, unique per provider instance) can release or extend,
+// and a provider never lets an old handle release a newer acquisition of its own.
+//
+// # Failure handling
+//
+//   - Another instance holds the lock: TryLock returns ErrNotAcquired;
+//     Executor.Run returns (false, nil) and logs at debug level.
+//   - The store fails (database down, timeout): the task does not run; the error
+//     is returned and logged. A job never runs without its lock.
+//   - The task fails or panics: the lock is released at once (keeping
+//     LockAtLeastFor), with a context of its own; a panic becomes ErrTaskPanicked.
+//   - The release fails: it is retried; if every try fails the lock stays until
+//     its lock_until, and the error (ErrReleaseFailed) says so.
+//   - The task runs too long: its context ends shortly before LockAtMostFor runs
+//     out, with ErrLockExpired as the cause; this process never starts a second run
+//     of the same name while the first is still going.
+//   - The service stops: Executor.Stop cancels running tasks, waits for them and
+//     releases their locks, so the next instance need not wait for LockAtMostFor.
+package shedlock
