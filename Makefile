@@ -6,6 +6,7 @@ GO ?= go
 test:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 15m ./...
+	$(GO) test -run '^$$' -bench . -benchtime=1x ./...
 
 ## demo: the article's two jobs on three pods, with and without the lock
 demo:
@@ -13,7 +14,8 @@ demo:
 
 ## bench: benchmarks against the round-trip floor, and the contention table and chart
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+	$(GO) test -run '^$$' -bench . -benchmem -count=5 ./...
+	$(GO) run ./cmd/shedlock-bench
 
 ## chaos: the long multi-process run with kills and faults
 chaos:

@@ -3,7 +3,6 @@ package shedlock
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -68,7 +67,7 @@ func (p *MySQLProvider) TryLock(ctx context.Context, cfg LockConfig) (Lock, erro
 	if err != nil {
 		return nil, err
 	}
-	return &sqlLock{h: h, name: cfg.Name, checkEnd: p.checkEnd}, nil
+	return &sqlLock{h: h, name: cfg.Name, limit: p}, nil
 }
 
 // EnsureTable creates the lock table if it does not exist, with the DDL of
@@ -87,7 +86,7 @@ func (p *MySQLProvider) Close() error {
 	}
 	s := p.stmts
 	p.stmts = nil
-	return errors.Join(s.insert.Close(), s.update.Close(), s.release.Close(), s.extend.Close())
+	return closeAll([4]*sql.Stmt{s.insert, s.update, s.release, s.extend})
 }
 
 func (p *MySQLProvider) now() time.Time {
@@ -125,14 +124,12 @@ func (p *MySQLProvider) statements(ctx context.Context) (*mysqlStatements, error
 		texts = [4]string{mysqlClientInsert, mysqlClientUpdate, mysqlClientRelease, mysqlClientExtend}
 		owned = mysqlClientOwnedUnexpired
 	}
-	var prepared [4]*sql.Stmt
 	for i, text := range texts {
-		if prepared[i], err = p.db.PrepareContext(ctx, sqlOf(text)); err != nil {
-			for _, s := range prepared[:i] {
-				_ = s.Close()
-			}
-			return nil, fmt.Errorf("shedlock: prepare statements on %s: %w", p.table, err)
-		}
+		texts[i] = sqlOf(text)
+	}
+	prepared, err := prepareAll(ctx, p.db, p.table, texts)
+	if err != nil {
+		return nil, err
 	}
 	p.stmts = &mysqlStatements{
 		dialect: dialect,

@@ -65,11 +65,17 @@ func detectUTCDialect(ctx context.Context, db *sql.DB) (mysqlUTCDialect, error) 
 		dialect = mariadbUTC
 	}
 	var zone string
-	if err := db.QueryRowContext(ctx, dialect("SELECT @@session.time_zone")).Scan(&zone); err != nil || zone != "+00:00" {
+	if err := db.QueryRowContext(ctx, dialect("SELECT @@session.time_zone")).Scan(&zone); err != nil {
+		// A dropped connection or a cancelled ctx is not a verdict on the server:
+		// wrapped, so that callers can tell, and the next attempt probes again.
+		return nil, fmt.Errorf("shedlock: probe whether server %s can pin time_zone for one statement "+
+			"(MariaDB's SET STATEMENT or MySQL 8's SET_VAR hint): %w", version, err)
+	}
+	if zone != "+00:00" {
 		return nil, fmt.Errorf("shedlock: server %s did not pin time_zone to +00:00 for one statement "+
 			"(MariaDB's SET STATEMENT or MySQL 8's SET_VAR hint); without it lock times would depend "+
-			"on each session's zone, so the provider refuses to run (probe: zone %q, error %v)",
-			version, zone, err)
+			"on each session's zone, so the provider refuses to run (probe: zone %q)",
+			version, zone)
 	}
 	return dialect, nil
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"time"
+
+	"github.com/shedlock-go/shedlock/internal/sqlcore"
 )
 
 // mysqlStore runs the provider's statements for sqlcore.Engine.
@@ -16,12 +18,7 @@ func (s *mysqlStore) exec(ctx context.Context, pick func(*mysqlStatements) *sql.
 	if err != nil {
 		return false, err
 	}
-	res, err := pick(st).ExecContext(ctx, args...)
-	if err != nil {
-		return false, err
-	}
-	n, err := res.RowsAffected()
-	return n > 0, err
+	return execChanged(ctx, pick(st), args...)
 }
 
 func (s *mysqlStore) clientNow() (now string, ok bool) {
@@ -43,21 +40,37 @@ func (s *mysqlStore) Insert(ctx context.Context, name, owner string, mostFor tim
 	return s.exec(ctx, insert, name, mostFor.Microseconds(), owner)
 }
 
+// mysqlStore takes the steady-state arguments boxed once by the engine.
+var _ sqlcore.BoxedStore = (*mysqlStore)(nil)
+
 func (s *mysqlStore) Update(ctx context.Context, name, owner string, mostFor time.Duration) (bool, error) {
+	return s.UpdateBoxed(ctx, name, owner, mostFor)
+}
+
+func (s *mysqlStore) Release(ctx context.Context, name, owner string, leastFor time.Duration) (bool, error) {
+	return s.ReleaseBoxed(ctx, name, owner, leastFor)
+}
+
+// UpdateBoxed is Update; name and owner hold strings.
+func (s *mysqlStore) UpdateBoxed(ctx context.Context, name, owner any, mostFor time.Duration) (bool, error) {
 	update := func(st *mysqlStatements) *sql.Stmt { return st.update }
 	if now, ok := s.clientNow(); ok {
-		return s.exec(ctx, update, s.clientLater(mostFor), now, owner, name, now)
+		nowArg := any(now) // boxed once for both places: one allocation, not two
+		return s.exec(ctx, update, s.clientLater(mostFor), nowArg, owner, name, nowArg)
 	}
 	return s.exec(ctx, update, mostFor.Microseconds(), owner, name)
 }
 
-func (s *mysqlStore) Release(ctx context.Context, name, owner string, leastFor time.Duration) (bool, error) {
+// ReleaseBoxed is Release; name and owner hold strings.
+func (s *mysqlStore) ReleaseBoxed(ctx context.Context, name, owner any, leastFor time.Duration) (bool, error) {
 	release := func(st *mysqlStatements) *sql.Stmt { return st.release }
-	least := leastFor.Microseconds()
+	// Each value is boxed once though sent twice: one allocation, not two.
+	least := any(leastFor.Microseconds())
 	var changed bool
 	var err error
 	if now, ok := s.clientNow(); ok {
-		changed, err = s.exec(ctx, release, least, now, least, now, name, owner)
+		nowArg := any(now)
+		changed, err = s.exec(ctx, release, least, nowArg, least, nowArg, name, owner)
 	} else {
 		changed, err = s.exec(ctx, release, least, least, name, owner)
 	}

@@ -35,23 +35,25 @@ type SQLiteProvider struct {
 	db     *sql.DB
 	opts   providerOptions
 	table  string // quoted
-	stmts  sqliteStatements
 	engine sqlcore.Engine
 
 	probeMu sync.Mutex
 	probed  bool
+
+	initMu sync.Mutex
+	stmts  *sqliteStatements // nil until the first successful prepare
 }
 
 // NewSQLiteProvider returns a provider on db. It does not touch the database; on
-// the first lock attempt it reads the connection's busy_timeout and journal_mode
-// once, and logs a warning (see WithLogger) when they are not set for several
-// processes.
+// the first lock attempt it prepares its statements, reads the connection's
+// busy_timeout and journal_mode once, and logs a warning (see WithLogger) when
+// they are not set for several processes.
 func NewSQLiteProvider(db *sql.DB, opts ...ProviderOption) (*SQLiteProvider, error) {
 	o, table, err := sqlProviderSetup("NewSQLiteProvider", db, '"', opts)
 	if err != nil {
 		return nil, err
 	}
-	p := &SQLiteProvider{db: db, opts: o, table: table, stmts: newSQLiteStatements(table, o.now != nil)}
+	p := &SQLiteProvider{db: db, opts: o, table: table}
 	p.engine = newEngine(o, (*sqliteStore)(p))
 	return p, nil
 }
@@ -80,10 +82,35 @@ func (p *SQLiteProvider) EnsureTable(ctx context.Context) error {
 	return ensureTable(ctx, p.db, "sqlite/0001_create_shedlock.up.sql", p.table)
 }
 
-// Close releases what the provider holds. It holds no statements or
-// connections of its own, so it only exists to match the other providers; locks
-// still held stay until their lock_until. The *sql.DB is the caller's to close.
-func (p *SQLiteProvider) Close() error { return nil }
+// Close releases the prepared statements. Locks still held stay until their
+// lock_until. The *sql.DB is the caller's to close.
+func (p *SQLiteProvider) Close() error {
+	p.initMu.Lock()
+	defer p.initMu.Unlock()
+	if p.stmts == nil {
+		return nil
+	}
+	s := p.stmts
+	p.stmts = nil
+	return closeAll(*s)
+}
+
+// statements prepares the statements once; a failure is returned and tried
+// again on the next call. Prepared, the driver compiles each statement once per
+// connection instead of on every call.
+func (p *SQLiteProvider) statements(ctx context.Context) (*sqliteStatements, error) {
+	p.initMu.Lock()
+	defer p.initMu.Unlock()
+	if p.stmts != nil {
+		return p.stmts, nil
+	}
+	prepared, err := prepareAll(ctx, p.db, p.table, sqliteTexts(p.table, p.opts.now != nil))
+	if err != nil {
+		return nil, err
+	}
+	p.stmts = (*sqliteStatements)(&prepared)
+	return p.stmts, nil
+}
 
 // probe warns once when the pool is not set up for several processes. It is
 // advice, not a guard: without a busy timeout a busy file makes lock attempts

@@ -1,26 +1,31 @@
 package shedlock
 
 import (
-	"fmt"
+	"database/sql"
 	"strings"
-	"time"
 )
 
 // The SQLite statements. {t} is the quoted table name. Times are TEXT in UTC, in
 // the fixed-width form 'YYYY-MM-DD HH:MM:SS.SSS' that strftime's %f writes, so
 // that comparing two of them as strings compares the instants. SQLite reads
 // 'now' once per statement, so every 'now' in one statement is the same instant.
+//
+// Each ? duration is a whole number of milliseconds, added to a Julian day
+// number: a number binds without the per-call string that a '+N seconds'
+// modifier would need. The sum is a double, but strftime rounds a Julian day to
+// the nearest millisecond and the sum is off by well under half of one for any
+// date SQLite accepts, so the result is the exact millisecond a modifier gives.
 const (
-	// Database time, the default. Each ? duration is a modifier such as
-	// '+600.000 seconds' (see sqliteModifier).
+	// Database time, the default.
 	sqliteInsert = "INSERT OR IGNORE INTO {t} (name, lock_until, locked_at, locked_by) " +
-		"VALUES (?, strftime('%Y-%m-%d %H:%M:%f', 'now', ?), strftime('%Y-%m-%d %H:%M:%f', 'now'), ?)"
-	sqliteUpdate = "UPDATE {t} SET lock_until = strftime('%Y-%m-%d %H:%M:%f', 'now', ?), " +
+		"VALUES (?, strftime('%Y-%m-%d %H:%M:%f', julianday('now') + ? / 86400000.0), " +
+		"strftime('%Y-%m-%d %H:%M:%f', 'now'), ?)"
+	sqliteUpdate = "UPDATE {t} SET lock_until = strftime('%Y-%m-%d %H:%M:%f', julianday('now') + ? / 86400000.0), " +
 		"locked_at = strftime('%Y-%m-%d %H:%M:%f', 'now'), locked_by = ? " +
 		"WHERE name = ? AND lock_until <= strftime('%Y-%m-%d %H:%M:%f', 'now')"
-	sqliteRelease = "UPDATE {t} SET lock_until = max(strftime('%Y-%m-%d %H:%M:%f', locked_at, ?), " +
+	sqliteRelease = "UPDATE {t} SET lock_until = max(strftime('%Y-%m-%d %H:%M:%f', julianday(locked_at) + ? / 86400000.0), " +
 		"strftime('%Y-%m-%d %H:%M:%f', 'now')) WHERE name = ? AND locked_by = ?"
-	sqliteExtend = "UPDATE {t} SET lock_until = strftime('%Y-%m-%d %H:%M:%f', 'now', ?) " +
+	sqliteExtend = "UPDATE {t} SET lock_until = strftime('%Y-%m-%d %H:%M:%f', julianday('now') + ? / 86400000.0) " +
 		"WHERE name = ? AND locked_by = ? AND lock_until > strftime('%Y-%m-%d %H:%M:%f', 'now')"
 
 	// Client time, only with WithClientClock; every other ? time is this
@@ -28,7 +33,7 @@ const (
 	sqliteClientInsert = "INSERT OR IGNORE INTO {t} (name, lock_until, locked_at, locked_by) VALUES (?, ?, ?, ?)"
 	sqliteClientUpdate = "UPDATE {t} SET lock_until = ?, locked_at = ?, locked_by = ? " +
 		"WHERE name = ? AND lock_until <= ?"
-	sqliteClientRelease = "UPDATE {t} SET lock_until = max(strftime('%Y-%m-%d %H:%M:%f', locked_at, ?), ?) " +
+	sqliteClientRelease = "UPDATE {t} SET lock_until = max(strftime('%Y-%m-%d %H:%M:%f', julianday(locked_at) + ? / 86400000.0), ?) " +
 		"WHERE name = ? AND locked_by = ?"
 	sqliteClientExtend = "UPDATE {t} SET lock_until = ? WHERE name = ? AND locked_by = ? AND lock_until > ?"
 
@@ -36,19 +41,20 @@ const (
 	sqliteTimeLayout = "2006-01-02 15:04:05.000"
 )
 
-// sqliteModifier turns d into a date-function modifier, to the millisecond that
-// the stored times keep. It is passed as an argument, never spliced into SQL.
-func sqliteModifier(d time.Duration) string {
-	ms := d.Milliseconds()
-	return fmt.Sprintf("+%d.%03d seconds", ms/1000, ms%1000)
-}
+// sqliteStatements are the four statements of one mode, prepared, indexed by
+// the sqlite* statement constants.
+type sqliteStatements [4]*sql.Stmt
 
-// sqliteStatements are the four statements of one mode with the table filled in.
-type sqliteStatements struct {
-	insert, update, release, extend string
-}
+const (
+	sqliteInsertStmt = iota
+	sqliteUpdateStmt
+	sqliteReleaseStmt
+	sqliteExtendStmt
+)
 
-func newSQLiteStatements(table string, client bool) sqliteStatements {
+// sqliteTexts returns the four statements of one mode with the table filled in,
+// in sqliteStatements order.
+func sqliteTexts(table string, client bool) [4]string {
 	texts := [4]string{sqliteInsert, sqliteUpdate, sqliteRelease, sqliteExtend}
 	if client {
 		texts = [4]string{sqliteClientInsert, sqliteClientUpdate, sqliteClientRelease, sqliteClientExtend}
@@ -56,5 +62,5 @@ func newSQLiteStatements(table string, client bool) sqliteStatements {
 	for i, s := range texts {
 		texts[i] = strings.ReplaceAll(s, "{t}", table)
 	}
-	return sqliteStatements{insert: texts[0], update: texts[1], release: texts[2], extend: texts[3]}
+	return texts
 }

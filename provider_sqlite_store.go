@@ -3,6 +3,8 @@ package shedlock
 import (
 	"context"
 	"time"
+
+	"github.com/shedlock-go/shedlock/internal/sqlcore"
 )
 
 // sqliteStore runs the provider's statements for sqlcore.Engine. SQLite counts
@@ -10,13 +12,15 @@ import (
 // same, so a 0 from RowsAffected always means "not ours": no confirming SELECT.
 type sqliteStore SQLiteProvider
 
-func (s *sqliteStore) exec(ctx context.Context, stmt string, args ...any) (bool, error) {
-	res, err := s.db.ExecContext(ctx, stmt, args...)
+// sqliteStore takes the steady-state arguments boxed once by the engine.
+var _ sqlcore.BoxedStore = (*sqliteStore)(nil)
+
+func (s *sqliteStore) exec(ctx context.Context, which int, args ...any) (bool, error) {
+	st, err := (*SQLiteProvider)(s).statements(ctx)
 	if err != nil {
 		return false, err
 	}
-	n, err := res.RowsAffected()
-	return n > 0, err
+	return execChanged(ctx, st[which], args...)
 }
 
 // client returns this process's now and now+d, formatted, in client-clock mode.
@@ -30,28 +34,39 @@ func (s *sqliteStore) client(d time.Duration) (now, later string, ok bool) {
 
 func (s *sqliteStore) Insert(ctx context.Context, name, owner string, mostFor time.Duration) (bool, error) {
 	if now, later, ok := s.client(mostFor); ok {
-		return s.exec(ctx, s.stmts.insert, name, later, now, owner)
+		return s.exec(ctx, sqliteInsertStmt, name, later, now, owner)
 	}
-	return s.exec(ctx, s.stmts.insert, name, sqliteModifier(mostFor), owner)
+	return s.exec(ctx, sqliteInsertStmt, name, mostFor.Milliseconds(), owner)
 }
 
 func (s *sqliteStore) Update(ctx context.Context, name, owner string, mostFor time.Duration) (bool, error) {
-	if now, later, ok := s.client(mostFor); ok {
-		return s.exec(ctx, s.stmts.update, later, now, owner, name, now)
-	}
-	return s.exec(ctx, s.stmts.update, sqliteModifier(mostFor), owner, name)
+	return s.UpdateBoxed(ctx, name, owner, mostFor)
 }
 
 func (s *sqliteStore) Release(ctx context.Context, name, owner string, leastFor time.Duration) (bool, error) {
-	if now, _, ok := s.client(0); ok {
-		return s.exec(ctx, s.stmts.release, sqliteModifier(leastFor), now, name, owner)
+	return s.ReleaseBoxed(ctx, name, owner, leastFor)
+}
+
+// UpdateBoxed is Update; name and owner hold strings.
+func (s *sqliteStore) UpdateBoxed(ctx context.Context, name, owner any, mostFor time.Duration) (bool, error) {
+	if now, later, ok := s.client(mostFor); ok {
+		nowArg := any(now) // boxed once for both places: one allocation, not two
+		return s.exec(ctx, sqliteUpdateStmt, later, nowArg, owner, name, nowArg)
 	}
-	return s.exec(ctx, s.stmts.release, sqliteModifier(leastFor), name, owner)
+	return s.exec(ctx, sqliteUpdateStmt, mostFor.Milliseconds(), owner, name)
+}
+
+// ReleaseBoxed is Release; name and owner hold strings.
+func (s *sqliteStore) ReleaseBoxed(ctx context.Context, name, owner any, leastFor time.Duration) (bool, error) {
+	if now, _, ok := s.client(0); ok {
+		return s.exec(ctx, sqliteReleaseStmt, leastFor.Milliseconds(), now, name, owner)
+	}
+	return s.exec(ctx, sqliteReleaseStmt, leastFor.Milliseconds(), name, owner)
 }
 
 func (s *sqliteStore) Extend(ctx context.Context, name, owner string, mostFor time.Duration) (bool, error) {
 	if now, later, ok := s.client(mostFor); ok {
-		return s.exec(ctx, s.stmts.extend, later, name, owner, now)
+		return s.exec(ctx, sqliteExtendStmt, later, name, owner, now)
 	}
-	return s.exec(ctx, s.stmts.extend, sqliteModifier(mostFor), name, owner)
+	return s.exec(ctx, sqliteExtendStmt, mostFor.Milliseconds(), name, owner)
 }

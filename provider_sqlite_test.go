@@ -180,3 +180,51 @@ func TestSQLiteProviderWarnsAboutPoolSettings(t *testing.T) {
 		t.Errorf("warning with the recommended DSN: %q", buf.String())
 	}
 }
+
+// The statements are prepared on first use: a failed prepare (no table yet) is
+// an error, not a lock, and is tried again; Close drops them and the next
+// attempt prepares them anew. A release keeps the lock to the millisecond of
+// LockAtLeastFor.
+func TestSQLiteProviderPreparesOnFirstUse(t *testing.T) {
+	t.Parallel()
+	db := openSQLite(t, filepath.Join(t.TempDir(), "x.db"), shedlock.SQLiteDSNParams)
+	p := newSQLiteProvider(t, db)
+	ctx := context.Background()
+	cfg := shedlock.LockConfig{Name: "job", LockAtMostFor: time.Minute, LockAtLeastFor: 1234 * time.Millisecond}
+	if _, err := p.TryLock(ctx, cfg); err == nil || errors.Is(err, shedlock.ErrNotAcquired) {
+		t.Fatalf("TryLock without a table: want a prepare error, got %v", err)
+	}
+	if err := p.EnsureTable(ctx); err != nil {
+		t.Fatal(err)
+	}
+	l, err := p.TryLock(ctx, cfg)
+	if err != nil {
+		t.Fatalf("TryLock after EnsureTable: %v", err)
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var until, at string
+	if err := db.QueryRow(`SELECT lock_until, locked_at FROM shedlock WHERE name = 'job'`).Scan(&until, &at); err != nil {
+		t.Fatal(err)
+	}
+	u, err1 := time.Parse("2006-01-02 15:04:05.000", until)
+	a, err2 := time.Parse("2006-01-02 15:04:05.000", at)
+	if err := errors.Join(err1, err2); err != nil {
+		t.Fatal(err)
+	}
+	if d := u.Sub(a); d != cfg.LockAtLeastFor {
+		t.Errorf("after Unlock, lock_until - locked_at = %v, want %v", d, cfg.LockAtLeastFor)
+	}
+	if err := errors.Join(p.Close(), p.Close()); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	cfg.Name, cfg.LockAtLeastFor = "other", 0
+	l, err = p.TryLock(ctx, cfg)
+	if err != nil {
+		t.Fatalf("TryLock after Close: %v", err)
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

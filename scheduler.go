@@ -123,7 +123,11 @@ func (e *Executor) Run(ctx context.Context, cfg LockConfig, task func(ctx contex
 		return false, nil
 	}
 	if err != nil {
-		e.log.ErrorContext(ctx, "shedlock: could not take lock; task not run", "lock", cfg.Name, "error", err)
+		level := slog.LevelError
+		if ctx.Err() != nil {
+			level = slog.LevelDebug // the caller, or Stop, gave up: not a store failure
+		}
+		e.log.Log(ctx, level, "shedlock: could not take lock; task not run", "lock", cfg.Name, "error", err)
 		return false, err
 	}
 

@@ -7,11 +7,18 @@ import (
 	"github.com/shedlock-go/shedlock/internal/sqlcore"
 )
 
+// endChecker is a store's limit on lock_until, checked again on Extend. It is an
+// interface holding the provider pointer, not a method value, so that taking a
+// lock does not allocate a closure.
+type endChecker interface {
+	checkEnd(name string, mostFor time.Duration) error
+}
+
 // sqlLock is a lock taken by a SQL provider.
 type sqlLock struct {
-	h        *sqlcore.Handle
-	name     string
-	checkEnd func(name string, mostFor time.Duration) error // the store's limit on lock_until
+	h     *sqlcore.Handle
+	name  string
+	limit endChecker // nil: the store has no limit
 }
 
 // Unlock releases the lock, keeping it until LockAtLeastFor after it was taken. A
@@ -27,8 +34,8 @@ func (l *sqlLock) Extend(ctx context.Context, lockAtMostFor, lockAtLeastFor time
 	if err := validateDurations(l.name, lockAtMostFor, lockAtLeastFor); err != nil {
 		return err
 	}
-	if l.checkEnd != nil {
-		if err := l.checkEnd(l.name, lockAtMostFor); err != nil {
+	if l.limit != nil {
+		if err := l.limit.checkEnd(l.name, lockAtMostFor); err != nil {
 			return err
 		}
 	}

@@ -53,3 +53,39 @@ func ensureTable(ctx context.Context, db *sql.DB, migration, table string) error
 	}
 	return nil
 }
+
+// prepareAll prepares a provider's four statements, closing those it prepared
+// when one fails so that a retry on the next call leaks nothing.
+func prepareAll(ctx context.Context, db *sql.DB, table string, texts [4]string) ([4]*sql.Stmt, error) {
+	var prepared [4]*sql.Stmt
+	for i, text := range texts {
+		st, err := db.PrepareContext(ctx, text)
+		if err != nil {
+			_ = closeAll(prepared)
+			return [4]*sql.Stmt{}, fmt.Errorf("shedlock: prepare statements on %s: %w", table, err)
+		}
+		prepared[i] = st
+	}
+	return prepared, nil
+}
+
+// closeAll closes what prepareAll returned; nil entries are skipped.
+func closeAll(stmts [4]*sql.Stmt) error {
+	var errs []error
+	for _, st := range stmts {
+		if st != nil {
+			errs = append(errs, st.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// execChanged runs st and reports whether it changed a row.
+func execChanged(ctx context.Context, st *sql.Stmt, args ...any) (bool, error) {
+	res, err := st.ExecContext(ctx, args...)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n > 0, err
+}

@@ -21,6 +21,18 @@ type Store interface {
 	Extend(ctx context.Context, name, owner string, mostFor time.Duration) (bool, error)
 }
 
+// BoxedStore is a Store that can also take the name and owner of its two
+// steady-state statements as ready-made interface values. database/sql takes
+// arguments as []any, and converting a string to any allocates: the engine
+// converts each name and the owner once, instead of twice per lock cycle.
+type BoxedStore interface {
+	Store
+	// UpdateBoxed is Update with name and owner holding strings.
+	UpdateBoxed(ctx context.Context, name, owner any, mostFor time.Duration) (bool, error)
+	// ReleaseBoxed is Release with name and owner holding strings.
+	ReleaseBoxed(ctx context.Context, name, owner any, leastFor time.Duration) (bool, error)
+}
+
 // Errors are the caller's sentinels, so that this package needs not import the
 // root package.
 type Errors struct {
@@ -38,8 +50,9 @@ type Engine struct {
 	Retries int           // release attempts after the first
 	Backoff time.Duration // wait before the first retry; doubled each time
 
-	mu    sync.Mutex
-	names map[string]*nameState
+	mu       sync.Mutex
+	names    map[string]*nameState
+	ownerArg any // Owner as an interface value, for a BoxedStore; set under mu
 }
 
 // nameState is what this instance knows of one lock name. Its mutex orders this
@@ -51,6 +64,7 @@ type nameState struct {
 	checkedAt time.Time // when the row was last seen to exist
 	holder    uint64    // generation of the live handle; 0: none
 	gen       uint64
+	nameArg   any // the name as an interface value, for a BoxedStore
 }
 
 func (e *Engine) state(name string) *nameState {
@@ -58,13 +72,31 @@ func (e *Engine) state(name string) *nameState {
 	defer e.mu.Unlock()
 	if e.names == nil {
 		e.names = make(map[string]*nameState)
+		e.ownerArg = e.Owner
 	}
 	s, ok := e.names[name]
 	if !ok {
-		s = &nameState{}
+		s = &nameState{nameArg: name}
 		e.names[name] = s
 	}
 	return s
+}
+
+// update runs the acquiring UPDATE, with the boxed arguments where the store
+// takes them. s.mu is held, and e.ownerArg was set before s was handed out.
+func (e *Engine) update(ctx context.Context, s *nameState, name string, mostFor time.Duration) (bool, error) {
+	if b, ok := e.Store.(BoxedStore); ok {
+		return b.UpdateBoxed(ctx, s.nameArg, e.ownerArg, mostFor)
+	}
+	return e.Store.Update(ctx, name, e.Owner, mostFor)
+}
+
+// release runs the releasing UPDATE, like update.
+func (e *Engine) release(ctx context.Context, s *nameState, name string, leastFor time.Duration) (bool, error) {
+	if b, ok := e.Store.(BoxedStore); ok {
+		return b.ReleaseBoxed(ctx, s.nameArg, e.ownerArg, leastFor)
+	}
+	return e.Store.Release(ctx, name, e.Owner, leastFor)
 }
 
 // TryLock makes one attempt. In steady state it is a single UPDATE. The INSERT runs
@@ -85,7 +117,7 @@ func (e *Engine) TryLock(ctx context.Context, name string, mostFor, leastFor tim
 			return s.grant(e, name, leastFor), nil
 		}
 	}
-	ok, err := e.Store.Update(ctx, name, e.Owner, mostFor)
+	ok, err := e.update(ctx, s, name, mostFor)
 	if err != nil {
 		return nil, fmt.Errorf("shedlock: acquire %q: %w", name, err)
 	}
@@ -122,7 +154,7 @@ func (h *Handle) Release(ctx context.Context) error {
 	var err error
 	for attempt := 0; ; attempt++ {
 		var ours bool
-		ours, err = h.e.Store.Release(ctx, h.name, h.e.Owner, h.leastFor)
+		ours, err = h.e.release(ctx, h.s, h.name, h.leastFor)
 		if err == nil {
 			h.s.holder = 0
 			if !ours {

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"time"
+
+	_ "github.com/go-sql-driver/mysql"
+
+	"github.com/shedlock-go/shedlock"
+)
+
+// The provider's steady-state statements, as DESIGN.md fixes them; the floor
+// sends them itself. {t} is the table.
+const (
+	mysqlAcquire = "UPDATE {t} SET lock_until = TIMESTAMPADD(MICROSECOND, ?, UTC_TIMESTAMP(3)), " +
+		"locked_at = UTC_TIMESTAMP(3), locked_by = ? WHERE name = ? AND lock_until <= UTC_TIMESTAMP(3)"
+	mysqlRelease = "UPDATE {t} SET lock_until = IF(TIMESTAMPADD(MICROSECOND, ?, locked_at) > UTC_TIMESTAMP(3), " +
+		"TIMESTAMPADD(MICROSECOND, ?, locked_at), UTC_TIMESTAMP(3)) WHERE name = ? AND locked_by = ?"
+)
+
+// openMySQL opens the admin pool, creates a table of the run's own and returns
+// the MySQL target; the table is dropped on close.
+func openMySQL(ctx context.Context, dsn string, mostFor time.Duration) (*target, string, error) {
+	admin, err := sql.Open("mysql", dsn)
+	if err != nil {
+		return nil, "", fmt.Errorf("open %s: %w", dsn, err)
+	}
+	t := &target{}
+	t.onClose(admin.Close)
+	var version string
+	if err := admin.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version); err != nil {
+		_ = t.close()
+		return nil, "", fmt.Errorf("connect: %w", err)
+	}
+	t.label = "MySQL " + version
+	if strings.Contains(strings.ToLower(version), "mariadb") {
+		t.label = "MariaDB " + version
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	table := "shedlock_bench_" + hex.EncodeToString(b[:])
+	p, err := shedlock.NewMySQLProvider(admin, shedlock.WithTableName(table))
+	if err != nil {
+		_ = t.close()
+		return nil, "", err
+	}
+	if err := p.EnsureTable(ctx); err != nil {
+		_ = t.close()
+		return nil, "", err
+	}
+	t.onClose(func() error {
+		_, err := admin.ExecContext(context.Background(), "DROP TABLE IF EXISTS "+table)
+		return err
+	})
+	t.newPod = func(context.Context) (shedlock.LockProvider, error) {
+		db, err := sql.Open("mysql", dsn)
+		if err != nil {
+			return nil, err
+		}
+		t.onClose(db.Close)
+		p, err := shedlock.NewMySQLProvider(db, shedlock.WithTableName(table))
+		if err != nil {
+			return nil, err
+		}
+		t.onClose(p.Close)
+		return p, nil
+	}
+	t.statements = func(ctx context.Context) (int64, error) {
+		var name string
+		var n int64
+		err := admin.QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE 'Questions'").Scan(&name, &n)
+		return n, err
+	}
+	if t.floor, err = mysqlFloor(ctx, admin, version, table, mostFor); err != nil {
+		_ = t.close()
+		return nil, "", err
+	}
+	return t, version, nil
+}
+
+// mysqlFloor prepares the two statements, with the per-statement UTC pin the
+// provider uses, on the admin pool and returns one cycle of them on a row of
+// its own.
+func mysqlFloor(ctx context.Context, db *sql.DB, version, table string, mostFor time.Duration) (func(context.Context) error, error) {
+	pin := func(stmt string) string {
+		stmt = strings.ReplaceAll(stmt, "{t}", "`"+table+"`")
+		if strings.Contains(strings.ToLower(version), "mariadb") {
+			return "SET STATEMENT time_zone = '+00:00' FOR " + stmt
+		}
+		verb, rest, _ := strings.Cut(stmt, " ")
+		return verb + " /*+ SET_VAR(time_zone = '+00:00') */ " + rest
+	}
+	const owner, name = "floor-owner", "floor"
+	if _, err := db.ExecContext(ctx, "INSERT INTO `"+table+"` (name, lock_until, locked_at, locked_by) "+
+		"VALUES (?, '2000-01-01', '2000-01-01', ?)", name, owner); err != nil {
+		return nil, fmt.Errorf("floor row: %w", err)
+	}
+	acq, err := db.PrepareContext(ctx, pin(mysqlAcquire))
+	if err != nil {
+		return nil, fmt.Errorf("prepare floor: %w", err)
+	}
+	rel, err := db.PrepareContext(ctx, pin(mysqlRelease))
+	if err != nil {
+		_ = acq.Close()
+		return nil, fmt.Errorf("prepare floor: %w", err)
+	}
+	acqArgs := []any{mostFor.Microseconds(), owner, name}
+	relArgs := []any{int64(0), int64(0), name, owner}
+	return func(ctx context.Context) error {
+		if err := execOne(ctx, acq, acqArgs); err != nil {
+			return fmt.Errorf("floor acquire: %w", err)
+		}
+		if err := execOne(ctx, rel, relArgs); err != nil {
+			return fmt.Errorf("floor release: %w", err)
+		}
+		return nil
+	}, nil
+}
+
+// execOne runs st and checks that it changed exactly one row, as a lock cycle does.
+func execOne(ctx context.Context, st *sql.Stmt, args []any) error {
+	res, err := st.ExecContext(ctx, args...)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return fmt.Errorf("%d rows changed, want 1 (%v)", n, err)
+	}
+	return nil
+}

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	_ "modernc.org/sqlite"
+
+	"github.com/shedlock-go/shedlock"
+)
+
+// The SQLite provider's steady-state statements; the floor sends them itself.
+const (
+	sqliteAcquire = "UPDATE shedlock SET lock_until = strftime('%Y-%m-%d %H:%M:%f', julianday('now') + ? / 86400000.0), " +
+		"locked_at = strftime('%Y-%m-%d %H:%M:%f', 'now'), locked_by = ? " +
+		"WHERE name = ? AND lock_until <= strftime('%Y-%m-%d %H:%M:%f', 'now')"
+	sqliteRelease = "UPDATE shedlock SET lock_until = max(strftime('%Y-%m-%d %H:%M:%f', julianday(locked_at) + ? / 86400000.0), " +
+		"strftime('%Y-%m-%d %H:%M:%f', 'now')) WHERE name = ? AND locked_by = ?"
+)
+
+// openSQLite returns the SQLite target on path, or on a file in a temporary
+// directory removed on close. Every pod opens the file with a pool of its own, as
+// processes on one host would.
+func openSQLite(ctx context.Context, path string, mostFor time.Duration) (*target, error) {
+	t := &target{}
+	if path == "" {
+		dir, err := os.MkdirTemp("", "shedlock-bench-")
+		if err != nil {
+			return nil, err
+		}
+		t.onClose(func() error { return os.RemoveAll(dir) })
+		path = filepath.Join(dir, "bench.db")
+	}
+	dsn := "file:" + path + "?" + shedlock.SQLiteDSNParams
+	open := func() (*sql.DB, error) {
+		db, err := sql.Open("sqlite", dsn)
+		if err != nil {
+			return nil, err
+		}
+		t.onClose(db.Close)
+		return db, nil
+	}
+	admin, err := open()
+	if err != nil {
+		_ = t.close()
+		return nil, err
+	}
+	var version string
+	if err := admin.QueryRowContext(ctx, "SELECT sqlite_version()").Scan(&version); err != nil {
+		_ = t.close()
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
+	t.label = "SQLite " + version + " (modernc.org/sqlite, WAL)"
+	p, err := shedlock.NewSQLiteProvider(admin)
+	if err != nil {
+		_ = t.close()
+		return nil, err
+	}
+	if err := p.EnsureTable(ctx); err != nil {
+		_ = t.close()
+		return nil, err
+	}
+	t.newPod = func(context.Context) (shedlock.LockProvider, error) {
+		db, err := open()
+		if err != nil {
+			return nil, err
+		}
+		p, err := shedlock.NewSQLiteProvider(db)
+		if err != nil {
+			return nil, err
+		}
+		t.onClose(p.Close)
+		return p, nil
+	}
+	if t.floor, err = sqliteFloor(ctx, admin, mostFor); err != nil {
+		_ = t.close()
+		return nil, err
+	}
+	return t, nil
+}
+
+func sqliteFloor(ctx context.Context, db *sql.DB, mostFor time.Duration) (func(context.Context) error, error) {
+	const owner, name = "floor-owner", "floor"
+	if _, err := db.ExecContext(ctx, "INSERT OR REPLACE INTO shedlock (name, lock_until, locked_at, locked_by) "+
+		"VALUES (?, '2000-01-01 00:00:00.000', '2000-01-01 00:00:00.000', ?)", name, owner); err != nil {
+		return nil, fmt.Errorf("floor row: %w", err)
+	}
+	acq, err := db.PrepareContext(ctx, sqliteAcquire)
+	if err != nil {
+		return nil, fmt.Errorf("prepare floor: %w", err)
+	}
+	rel, err := db.PrepareContext(ctx, sqliteRelease)
+	if err != nil {
+		_ = acq.Close()
+		return nil, fmt.Errorf("prepare floor: %w", err)
+	}
+	acqArgs := []any{mostFor.Milliseconds(), owner, name}
+	relArgs := []any{int64(0), name, owner}
+	return func(ctx context.Context) error {
+		if err := execOne(ctx, acq, acqArgs); err != nil {
+			return fmt.Errorf("floor acquire: %w", err)
+		}
+		if err := execOne(ctx, rel, relArgs); err != nil {
+			return fmt.Errorf("floor release: %w", err)
+		}
+		return nil
+	}, nil
+}

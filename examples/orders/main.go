@@ -1,0 +1,105 @@
+// Command orders is one pod of the example order service: it runs the article's
+// two scheduled jobs, orderTimeoutCancelJob and outboxPollingJob, each under a
+// shedlock lock, until SIGTERM or SIGINT, then stops gracefully.
+//
+//	go run ./examples/orders -pod pod-1 -load               # SQLite file orders.db
+//	SHEDLOCK_MYSQL_DSN='root@tcp(127.0.0.1:3306)/test' go run ./examples/orders -pod pod-1
+//
+// Start several with the same database to see the lock at work; add -no-lock to
+// see what happens without it. cmd/shedlock-demo does both and prints a summary.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/shedlock-go/shedlock"
+	"github.com/shedlock-go/shedlock/examples/orders/shop"
+)
+
+type config struct {
+	driver, dsn  string
+	pod          string
+	noLock       bool
+	speedup      float64
+	orderTimeout time.Duration
+	latency      time.Duration
+	load         time.Duration
+}
+
+func main() {
+	var c config
+	defaultDriver, defaultDSN := shop.SQLite, "orders.db"
+	if dsn := os.Getenv("SHEDLOCK_MYSQL_DSN"); dsn != "" {
+		defaultDriver, defaultDSN = shop.MySQL, dsn
+	}
+	host, _ := os.Hostname()
+	flag.StringVar(&c.driver, "driver", defaultDriver, `database: "sqlite" or "mysql" (default "mysql" when SHEDLOCK_MYSQL_DSN is set)`)
+	flag.StringVar(&c.dsn, "dsn", defaultDSN, "SQLite file, or MySQL DSN")
+	flag.StringVar(&c.pod, "pod", host, "this pod's name, written to job_runs and the topic")
+	flag.BoolVar(&c.noLock, "no-lock", false, "run the jobs without the lock, as every pod does without shedlock")
+	flag.Float64Var(&c.speedup, "speedup", 1, "divide the article's intervals and lock durations by this")
+	flag.DurationVar(&c.orderTimeout, "order-timeout", 30*time.Minute, "cancel orders unpaid for this long")
+	flag.DurationVar(&c.latency, "latency", 2*time.Millisecond, "simulated time per published event and per cancelled order")
+	flag.DurationVar(&c.load, "load", 0, "also create an order every this often (0: no load)")
+	flag.Parse()
+
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("pod", c.pod)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if err := run(ctx, c, log); err != nil {
+		log.Error("pod failed", "error", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, c config, log *slog.Logger) error {
+	if c.speedup <= 0 {
+		return errors.New("orders: -speedup must be > 0")
+	}
+	db, err := shop.Open(c.driver, c.dsn)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if err := db.Setup(ctx); err != nil {
+		return err
+	}
+	var provider shedlock.LockProvider = shop.NoLock{}
+	if !c.noLock {
+		if provider, err = db.LockProvider(ctx, shedlock.WithLockedBy(fmt.Sprintf("%s/%d", c.pod, os.Getpid())),
+			shedlock.WithLogger(log)); err != nil {
+			return err
+		}
+	}
+	ex := shedlock.NewExecutor(provider, shedlock.WithExecutorLogger(log))
+	jobs := &shop.Jobs{DB: db, Pod: c.pod, OrderTimeout: c.orderTimeout, Latency: c.latency, Log: log}
+	if err := shop.Schedule(ex, jobs, c.speedup); err != nil {
+		return err
+	}
+	loadDone := make(chan error, 1)
+	if c.load > 0 {
+		go func() {
+			_, err := db.Generate(ctx, c.load)
+			loadDone <- err
+		}()
+	} else {
+		loadDone <- nil
+	}
+	ex.Start()
+	log.Info("pod started", "driver", c.driver, "lock", !c.noLock, "speedup", c.speedup)
+	<-ctx.Done()
+
+	stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err = ex.Stop(stopCtx) // cancels running jobs, waits for them and their releases
+	log.Info("pod stopped", "error", err)
+	return errors.Join(err, <-loadDone)
+}
