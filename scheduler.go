@@ -133,7 +133,11 @@ func (e *Executor) Run(ctx context.Context, cfg LockConfig, task func(ctx contex
 
 	taskErr := e.runTask(ctx, cfg, start, task)
 	if taskErr != nil {
-		e.log.ErrorContext(ctx, "shedlock: task failed", "lock", cfg.Name, "error", taskErr)
+		level := slog.LevelError
+		if errors.Is(taskErr, context.Canceled) && (ctx.Err() != nil || e.base.Err() != nil) {
+			level = slog.LevelInfo // stopped by its caller or by Stop, as asked
+		}
+		e.log.Log(ctx, level, "shedlock: task failed", "lock", cfg.Name, "error", taskErr)
 	}
 	relCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.releaseTimeout)
 	defer cancel()
