@@ -32,10 +32,12 @@ type MySQLProvider struct {
 	stmts  *mysqlStatements // nil until the first successful init
 }
 
+// mysqlStatements are the four prepared statements, indexed by stmtInsert,
+// stmtUpdate, stmtRelease and stmtExtend, and the rare confirming SELECTs.
 type mysqlStatements struct {
-	dialect                         mysqlUTCDialect
-	insert, update, release, extend *sql.Stmt
-	owned, ownedUnexpired           string
+	dialect               mysqlUTCDialect
+	prepared              [4]*sql.Stmt
+	owned, ownedUnexpired string
 }
 
 // NewMySQLProvider returns a provider on db. It does not touch the database: the
@@ -86,7 +88,7 @@ func (p *MySQLProvider) Close() error {
 	}
 	s := p.stmts
 	p.stmts = nil
-	return closeAll([4]*sql.Stmt{s.insert, s.update, s.release, s.extend})
+	return closeAll(s.prepared)
 }
 
 func (p *MySQLProvider) now() time.Time {
@@ -131,10 +133,6 @@ func (p *MySQLProvider) statements(ctx context.Context) (*mysqlStatements, error
 	if err != nil {
 		return nil, err
 	}
-	p.stmts = &mysqlStatements{
-		dialect: dialect,
-		insert:  prepared[0], update: prepared[1], release: prepared[2], extend: prepared[3],
-		owned: sqlOf(mysqlOwned), ownedUnexpired: sqlOf(owned),
-	}
+	p.stmts = &mysqlStatements{dialect: dialect, prepared: prepared, owned: sqlOf(mysqlOwned), ownedUnexpired: sqlOf(owned)}
 	return p.stmts, nil
 }

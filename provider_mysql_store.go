@@ -2,23 +2,22 @@ package shedlock
 
 import (
 	"context"
-	"database/sql"
 	"time"
-
-	"github.com/shedlock-go/shedlock/internal/sqlcore"
 )
 
 // mysqlStore runs the provider's statements for sqlcore.Engine.
 type mysqlStore MySQLProvider
 
-func (s *mysqlStore) p() *MySQLProvider { return (*MySQLProvider)(s) }
+func (s *mysqlStore) statements(ctx context.Context) (*mysqlStatements, error) {
+	return (*MySQLProvider)(s).statements(ctx)
+}
 
-func (s *mysqlStore) exec(ctx context.Context, pick func(*mysqlStatements) *sql.Stmt, args ...any) (bool, error) {
-	st, err := s.p().statements(ctx)
+func (s *mysqlStore) exec(ctx context.Context, which int, args ...any) (bool, error) {
+	st, err := s.statements(ctx)
 	if err != nil {
 		return false, err
 	}
-	return execChanged(ctx, pick(st), args...)
+	return execChanged(ctx, st.prepared[which], args...)
 }
 
 func (s *mysqlStore) clientNow() (now string, ok bool) {
@@ -32,63 +31,46 @@ func (s *mysqlStore) clientLater(d time.Duration) string {
 	return s.opts.now().Add(d).UTC().Format(mysqlTimeLayout)
 }
 
-func (s *mysqlStore) Insert(ctx context.Context, name, owner string, mostFor time.Duration) (bool, error) {
-	insert := func(st *mysqlStatements) *sql.Stmt { return st.insert }
+func (s *mysqlStore) Insert(ctx context.Context, name, owner any, mostFor time.Duration) (bool, error) {
 	if now, ok := s.clientNow(); ok {
-		return s.exec(ctx, insert, name, s.clientLater(mostFor), now, owner)
+		return s.exec(ctx, stmtInsert, name, s.clientLater(mostFor), now, owner)
 	}
-	return s.exec(ctx, insert, name, mostFor.Microseconds(), owner)
+	return s.exec(ctx, stmtInsert, name, mostFor.Microseconds(), owner)
 }
 
-// mysqlStore takes the steady-state arguments boxed once by the engine.
-var _ sqlcore.BoxedStore = (*mysqlStore)(nil)
-
-func (s *mysqlStore) Update(ctx context.Context, name, owner string, mostFor time.Duration) (bool, error) {
-	return s.UpdateBoxed(ctx, name, owner, mostFor)
-}
-
-func (s *mysqlStore) Release(ctx context.Context, name, owner string, leastFor time.Duration) (bool, error) {
-	return s.ReleaseBoxed(ctx, name, owner, leastFor)
-}
-
-// UpdateBoxed is Update; name and owner hold strings.
-func (s *mysqlStore) UpdateBoxed(ctx context.Context, name, owner any, mostFor time.Duration) (bool, error) {
-	update := func(st *mysqlStatements) *sql.Stmt { return st.update }
+func (s *mysqlStore) Update(ctx context.Context, name, owner any, mostFor time.Duration) (bool, error) {
 	if now, ok := s.clientNow(); ok {
 		nowArg := any(now) // boxed once for both places: one allocation, not two
-		return s.exec(ctx, update, s.clientLater(mostFor), nowArg, owner, name, nowArg)
+		return s.exec(ctx, stmtUpdate, s.clientLater(mostFor), nowArg, owner, name, nowArg)
 	}
-	return s.exec(ctx, update, mostFor.Microseconds(), owner, name)
+	return s.exec(ctx, stmtUpdate, mostFor.Microseconds(), owner, name)
 }
 
-// ReleaseBoxed is Release; name and owner hold strings.
-func (s *mysqlStore) ReleaseBoxed(ctx context.Context, name, owner any, leastFor time.Duration) (bool, error) {
-	release := func(st *mysqlStatements) *sql.Stmt { return st.release }
+func (s *mysqlStore) Release(ctx context.Context, name, owner any, leastFor time.Duration) (bool, error) {
 	// Each value is boxed once though sent twice: one allocation, not two.
 	least := any(leastFor.Microseconds())
 	var changed bool
 	var err error
 	if now, ok := s.clientNow(); ok {
 		nowArg := any(now)
-		changed, err = s.exec(ctx, release, least, nowArg, least, nowArg, name, owner)
+		changed, err = s.exec(ctx, stmtRelease, least, nowArg, least, nowArg, name, owner)
 	} else {
-		changed, err = s.exec(ctx, release, least, least, name, owner)
+		changed, err = s.exec(ctx, stmtRelease, least, least, name, owner)
 	}
 	if err != nil || changed {
 		return changed, err
 	}
-	return s.count(ctx, func(st *mysqlStatements) string { return st.owned }, name, owner)
+	return s.found(ctx, false, name, owner)
 }
 
-func (s *mysqlStore) Extend(ctx context.Context, name, owner string, mostFor time.Duration) (bool, error) {
-	extend := func(st *mysqlStatements) *sql.Stmt { return st.extend }
+func (s *mysqlStore) Extend(ctx context.Context, name, owner any, mostFor time.Duration) (bool, error) {
 	var changed bool
 	var err error
 	now, client := s.clientNow()
 	if client {
-		changed, err = s.exec(ctx, extend, s.clientLater(mostFor), name, owner, now)
+		changed, err = s.exec(ctx, stmtExtend, s.clientLater(mostFor), name, owner, now)
 	} else {
-		changed, err = s.exec(ctx, extend, mostFor.Microseconds(), name, owner)
+		changed, err = s.exec(ctx, stmtExtend, mostFor.Microseconds(), name, owner)
 	}
 	if err != nil || changed {
 		return changed, err
@@ -97,17 +79,23 @@ func (s *mysqlStore) Extend(ctx context.Context, name, owner string, mostFor tim
 	if client {
 		args = append(args, now)
 	}
-	return s.count(ctx, func(st *mysqlStatements) string { return st.ownedUnexpired }, args...)
+	return s.found(ctx, true, args...)
 }
 
-// count runs a rare confirming SELECT COUNT(*) and reports whether it found a row.
-func (s *mysqlStore) count(ctx context.Context, pick func(*mysqlStatements) string, args ...any) (bool, error) {
-	st, err := s.p().statements(ctx)
+// found runs a rare confirming SELECT COUNT(*) after an UPDATE reported 0 rows,
+// which MySQL also reports for a row left as it was: the row is ours (and, with
+// unexpired, not expired) when it finds one.
+func (s *mysqlStore) found(ctx context.Context, unexpired bool, args ...any) (bool, error) {
+	st, err := s.statements(ctx)
 	if err != nil {
 		return false, err
 	}
+	q := st.owned
+	if unexpired {
+		q = st.ownedUnexpired
+	}
 	var n int
-	if err := s.db.QueryRowContext(ctx, pick(st), args...).Scan(&n); err != nil {
+	if err := s.db.QueryRowContext(ctx, q, args...).Scan(&n); err != nil {
 		return false, err
 	}
 	return n > 0, nil

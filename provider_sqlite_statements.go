@@ -42,15 +42,8 @@ const (
 )
 
 // sqliteStatements are the four statements of one mode, prepared, indexed by
-// the sqlite* statement constants.
+// stmtInsert, stmtUpdate, stmtRelease and stmtExtend.
 type sqliteStatements [4]*sql.Stmt
-
-const (
-	sqliteInsertStmt = iota
-	sqliteUpdateStmt
-	sqliteReleaseStmt
-	sqliteExtendStmt
-)
 
 // sqliteTexts returns the four statements of one mode with the table filled in,
 // in sqliteStatements order.

@@ -3,17 +3,12 @@ package shedlock
 import (
 	"context"
 	"time"
-
-	"github.com/shedlock-go/shedlock/internal/sqlcore"
 )
 
 // sqliteStore runs the provider's statements for sqlcore.Engine. SQLite counts
 // every row an UPDATE's WHERE matched as changed, even when the values stay the
 // same, so a 0 from RowsAffected always means "not ours": no confirming SELECT.
 type sqliteStore SQLiteProvider
-
-// sqliteStore takes the steady-state arguments boxed once by the engine.
-var _ sqlcore.BoxedStore = (*sqliteStore)(nil)
 
 func (s *sqliteStore) exec(ctx context.Context, which int, args ...any) (bool, error) {
 	st, err := (*SQLiteProvider)(s).statements(ctx)
@@ -32,41 +27,31 @@ func (s *sqliteStore) client(d time.Duration) (now, later string, ok bool) {
 	return t.Format(sqliteTimeLayout), t.Add(d).Format(sqliteTimeLayout), true
 }
 
-func (s *sqliteStore) Insert(ctx context.Context, name, owner string, mostFor time.Duration) (bool, error) {
+func (s *sqliteStore) Insert(ctx context.Context, name, owner any, mostFor time.Duration) (bool, error) {
 	if now, later, ok := s.client(mostFor); ok {
-		return s.exec(ctx, sqliteInsertStmt, name, later, now, owner)
+		return s.exec(ctx, stmtInsert, name, later, now, owner)
 	}
-	return s.exec(ctx, sqliteInsertStmt, name, mostFor.Milliseconds(), owner)
+	return s.exec(ctx, stmtInsert, name, mostFor.Milliseconds(), owner)
 }
 
-func (s *sqliteStore) Update(ctx context.Context, name, owner string, mostFor time.Duration) (bool, error) {
-	return s.UpdateBoxed(ctx, name, owner, mostFor)
-}
-
-func (s *sqliteStore) Release(ctx context.Context, name, owner string, leastFor time.Duration) (bool, error) {
-	return s.ReleaseBoxed(ctx, name, owner, leastFor)
-}
-
-// UpdateBoxed is Update; name and owner hold strings.
-func (s *sqliteStore) UpdateBoxed(ctx context.Context, name, owner any, mostFor time.Duration) (bool, error) {
+func (s *sqliteStore) Update(ctx context.Context, name, owner any, mostFor time.Duration) (bool, error) {
 	if now, later, ok := s.client(mostFor); ok {
 		nowArg := any(now) // boxed once for both places: one allocation, not two
-		return s.exec(ctx, sqliteUpdateStmt, later, nowArg, owner, name, nowArg)
+		return s.exec(ctx, stmtUpdate, later, nowArg, owner, name, nowArg)
 	}
-	return s.exec(ctx, sqliteUpdateStmt, mostFor.Milliseconds(), owner, name)
+	return s.exec(ctx, stmtUpdate, mostFor.Milliseconds(), owner, name)
 }
 
-// ReleaseBoxed is Release; name and owner hold strings.
-func (s *sqliteStore) ReleaseBoxed(ctx context.Context, name, owner any, leastFor time.Duration) (bool, error) {
+func (s *sqliteStore) Release(ctx context.Context, name, owner any, leastFor time.Duration) (bool, error) {
 	if now, _, ok := s.client(0); ok {
-		return s.exec(ctx, sqliteReleaseStmt, leastFor.Milliseconds(), now, name, owner)
+		return s.exec(ctx, stmtRelease, leastFor.Milliseconds(), now, name, owner)
 	}
-	return s.exec(ctx, sqliteReleaseStmt, leastFor.Milliseconds(), name, owner)
+	return s.exec(ctx, stmtRelease, leastFor.Milliseconds(), name, owner)
 }
 
-func (s *sqliteStore) Extend(ctx context.Context, name, owner string, mostFor time.Duration) (bool, error) {
+func (s *sqliteStore) Extend(ctx context.Context, name, owner any, mostFor time.Duration) (bool, error) {
 	if now, later, ok := s.client(mostFor); ok {
-		return s.exec(ctx, sqliteExtendStmt, later, name, owner, now)
+		return s.exec(ctx, stmtExtend, later, name, owner, now)
 	}
-	return s.exec(ctx, sqliteExtendStmt, mostFor.Milliseconds(), name, owner)
+	return s.exec(ctx, stmtExtend, mostFor.Milliseconds(), name, owner)
 }

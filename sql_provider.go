@@ -54,6 +54,14 @@ func ensureTable(ctx context.Context, db *sql.DB, migration, table string) error
 	return nil
 }
 
+// The four statements every SQL provider prepares, by index.
+const (
+	stmtInsert = iota
+	stmtUpdate
+	stmtRelease
+	stmtExtend
+)
+
 // prepareAll prepares a provider's four statements, closing those it prepared
 // when one fails so that a retry on the next call leaks nothing.
 func prepareAll(ctx context.Context, db *sql.DB, table string, texts [4]string) ([4]*sql.Stmt, error) {

@@ -13,24 +13,15 @@ import (
 )
 
 // Store runs one provider's statements. Each reports whether it changed the row
-// as asked; a false from Release or Extend means the row is no longer ours.
+// as asked; a false from Release or Extend means the row is no longer ours. Name
+// and owner hold strings, converted to interface values once per name and once
+// per engine: database/sql takes arguments as []any, and each conversion of a
+// string allocates.
 type Store interface {
-	Insert(ctx context.Context, name, owner string, mostFor time.Duration) (bool, error)
-	Update(ctx context.Context, name, owner string, mostFor time.Duration) (bool, error)
-	Release(ctx context.Context, name, owner string, leastFor time.Duration) (bool, error)
-	Extend(ctx context.Context, name, owner string, mostFor time.Duration) (bool, error)
-}
-
-// BoxedStore is a Store that can also take the name and owner of its two
-// steady-state statements as ready-made interface values. database/sql takes
-// arguments as []any, and converting a string to any allocates: the engine
-// converts each name and the owner once, instead of twice per lock cycle.
-type BoxedStore interface {
-	Store
-	// UpdateBoxed is Update with name and owner holding strings.
-	UpdateBoxed(ctx context.Context, name, owner any, mostFor time.Duration) (bool, error)
-	// ReleaseBoxed is Release with name and owner holding strings.
-	ReleaseBoxed(ctx context.Context, name, owner any, leastFor time.Duration) (bool, error)
+	Insert(ctx context.Context, name, owner any, mostFor time.Duration) (bool, error)
+	Update(ctx context.Context, name, owner any, mostFor time.Duration) (bool, error)
+	Release(ctx context.Context, name, owner any, leastFor time.Duration) (bool, error)
+	Extend(ctx context.Context, name, owner any, mostFor time.Duration) (bool, error)
 }
 
 // Errors are the caller's sentinels, so that this package needs not import the
@@ -52,7 +43,7 @@ type Engine struct {
 
 	mu       sync.Mutex
 	names    map[string]*nameState
-	ownerArg any // Owner as an interface value, for a BoxedStore; set under mu
+	ownerArg any // Owner as an interface value; set under mu
 }
 
 // nameState is what this instance knows of one lock name. Its mutex orders this
@@ -64,7 +55,7 @@ type nameState struct {
 	checkedAt time.Time // when the row was last seen to exist
 	holder    uint64    // generation of the live handle; 0: none
 	gen       uint64
-	nameArg   any // the name as an interface value, for a BoxedStore
+	nameArg   any // the name as an interface value
 }
 
 func (e *Engine) state(name string) *nameState {
@@ -82,23 +73,6 @@ func (e *Engine) state(name string) *nameState {
 	return s
 }
 
-// update runs the acquiring UPDATE, with the boxed arguments where the store
-// takes them. s.mu is held, and e.ownerArg was set before s was handed out.
-func (e *Engine) update(ctx context.Context, s *nameState, name string, mostFor time.Duration) (bool, error) {
-	if b, ok := e.Store.(BoxedStore); ok {
-		return b.UpdateBoxed(ctx, s.nameArg, e.ownerArg, mostFor)
-	}
-	return e.Store.Update(ctx, name, e.Owner, mostFor)
-}
-
-// release runs the releasing UPDATE, like update.
-func (e *Engine) release(ctx context.Context, s *nameState, name string, leastFor time.Duration) (bool, error) {
-	if b, ok := e.Store.(BoxedStore); ok {
-		return b.ReleaseBoxed(ctx, s.nameArg, e.ownerArg, leastFor)
-	}
-	return e.Store.Release(ctx, name, e.Owner, leastFor)
-}
-
 // TryLock makes one attempt. In steady state it is a single UPDATE. The INSERT runs
 // the first time a name is seen, and again once a failed UPDATE has not seen the row
 // for mostFor, so that a row deleted by hand is re-created within one mostFor.
@@ -108,7 +82,7 @@ func (e *Engine) TryLock(ctx context.Context, name string, mostFor, leastFor tim
 	defer s.mu.Unlock()
 	now := time.Now()
 	if !s.exists || now.Sub(s.checkedAt) >= mostFor {
-		ok, err := e.Store.Insert(ctx, name, e.Owner, mostFor)
+		ok, err := e.Store.Insert(ctx, s.nameArg, e.ownerArg, mostFor)
 		if err != nil {
 			return nil, fmt.Errorf("shedlock: acquire %q: %w", name, err)
 		}
@@ -117,7 +91,7 @@ func (e *Engine) TryLock(ctx context.Context, name string, mostFor, leastFor tim
 			return s.grant(e, name, leastFor), nil
 		}
 	}
-	ok, err := e.update(ctx, s, name, mostFor)
+	ok, err := e.Store.Update(ctx, s.nameArg, e.ownerArg, mostFor)
 	if err != nil {
 		return nil, fmt.Errorf("shedlock: acquire %q: %w", name, err)
 	}
@@ -154,7 +128,7 @@ func (h *Handle) Release(ctx context.Context) error {
 	var err error
 	for attempt := 0; ; attempt++ {
 		var ours bool
-		ours, err = h.e.release(ctx, h.s, h.name, h.leastFor)
+		ours, err = h.e.Store.Release(ctx, h.s.nameArg, h.e.ownerArg, h.leastFor)
 		if err == nil {
 			h.s.holder = 0
 			if !ours {
@@ -185,7 +159,7 @@ func (h *Handle) Extend(ctx context.Context, mostFor, leastFor time.Duration) er
 	if h.s.holder != h.gen {
 		return h.e.Errs.LockLost
 	}
-	ours, err := h.e.Store.Extend(ctx, h.name, h.e.Owner, mostFor)
+	ours, err := h.e.Store.Extend(ctx, h.s.nameArg, h.e.ownerArg, mostFor)
 	if err != nil {
 		return fmt.Errorf("shedlock: extend %q: %w", h.name, err)
 	}
