@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"database/sql"
+	"fmt"
 	"time"
 )
 
@@ -31,4 +33,39 @@ func measureFloor(ctx context.Context, t *target, d time.Duration) (floorResult,
 		n++
 	}
 	return floorResult{perCycle: time.Since(start) / time.Duration(n), cycles: n}, nil
+}
+
+// preparedCycle prepares a store's acquire and release statements once and
+// returns the bare cycle: both sent directly, each changing its one row.
+func preparedCycle(ctx context.Context, db *sql.DB, acquire, release string, acqArgs, relArgs []any) (func(context.Context) error, error) {
+	acq, err := db.PrepareContext(ctx, acquire)
+	if err != nil {
+		return nil, fmt.Errorf("prepare floor: %w", err)
+	}
+	rel, err := db.PrepareContext(ctx, release)
+	if err != nil {
+		_ = acq.Close()
+		return nil, fmt.Errorf("prepare floor: %w", err)
+	}
+	return func(ctx context.Context) error {
+		if err := execOne(ctx, acq, acqArgs); err != nil {
+			return fmt.Errorf("floor acquire: %w", err)
+		}
+		if err := execOne(ctx, rel, relArgs); err != nil {
+			return fmt.Errorf("floor release: %w", err)
+		}
+		return nil
+	}, nil
+}
+
+// execOne runs st and checks that it changed exactly one row, as a lock cycle does.
+func execOne(ctx context.Context, st *sql.Stmt, args []any) error {
+	res, err := st.ExecContext(ctx, args...)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return fmt.Errorf("%d rows changed, want 1 (%v)", n, err)
+	}
+	return nil
 }

@@ -100,36 +100,6 @@ func mysqlFloor(ctx context.Context, db *sql.DB, version, table string, mostFor 
 		"VALUES (?, '2000-01-01', '2000-01-01', ?)", name, owner); err != nil {
 		return nil, fmt.Errorf("floor row: %w", err)
 	}
-	acq, err := db.PrepareContext(ctx, pin(mysqlAcquire))
-	if err != nil {
-		return nil, fmt.Errorf("prepare floor: %w", err)
-	}
-	rel, err := db.PrepareContext(ctx, pin(mysqlRelease))
-	if err != nil {
-		_ = acq.Close()
-		return nil, fmt.Errorf("prepare floor: %w", err)
-	}
-	acqArgs := []any{mostFor.Microseconds(), owner, name}
-	relArgs := []any{int64(0), int64(0), name, owner}
-	return func(ctx context.Context) error {
-		if err := execOne(ctx, acq, acqArgs); err != nil {
-			return fmt.Errorf("floor acquire: %w", err)
-		}
-		if err := execOne(ctx, rel, relArgs); err != nil {
-			return fmt.Errorf("floor release: %w", err)
-		}
-		return nil
-	}, nil
-}
-
-// execOne runs st and checks that it changed exactly one row, as a lock cycle does.
-func execOne(ctx context.Context, st *sql.Stmt, args []any) error {
-	res, err := st.ExecContext(ctx, args...)
-	if err != nil {
-		return err
-	}
-	if n, err := res.RowsAffected(); err != nil || n != 1 {
-		return fmt.Errorf("%d rows changed, want 1 (%v)", n, err)
-	}
-	return nil
+	return preparedCycle(ctx, db, pin(mysqlAcquire), pin(mysqlRelease),
+		[]any{mostFor.Microseconds(), owner, name}, []any{int64(0), int64(0), name, owner})
 }

@@ -89,24 +89,6 @@ func sqliteFloor(ctx context.Context, db *sql.DB, mostFor time.Duration) (func(c
 		"VALUES (?, '2000-01-01 00:00:00.000', '2000-01-01 00:00:00.000', ?)", name, owner); err != nil {
 		return nil, fmt.Errorf("floor row: %w", err)
 	}
-	acq, err := db.PrepareContext(ctx, sqliteAcquire)
-	if err != nil {
-		return nil, fmt.Errorf("prepare floor: %w", err)
-	}
-	rel, err := db.PrepareContext(ctx, sqliteRelease)
-	if err != nil {
-		_ = acq.Close()
-		return nil, fmt.Errorf("prepare floor: %w", err)
-	}
-	acqArgs := []any{mostFor.Milliseconds(), owner, name}
-	relArgs := []any{int64(0), name, owner}
-	return func(ctx context.Context) error {
-		if err := execOne(ctx, acq, acqArgs); err != nil {
-			return fmt.Errorf("floor acquire: %w", err)
-		}
-		if err := execOne(ctx, rel, relArgs); err != nil {
-			return fmt.Errorf("floor release: %w", err)
-		}
-		return nil
-	}, nil
+	return preparedCycle(ctx, db, sqliteAcquire, sqliteRelease,
+		[]any{mostFor.Milliseconds(), owner, name}, []any{int64(0), name, owner})
 }

@@ -82,16 +82,9 @@ func (p *Proxy) SetLatency(d time.Duration) {
 func (p *Proxy) SetDown(down bool) {
 	p.mu.Lock()
 	p.down = down
-	var all []*link
-	if down {
-		for l := range p.links {
-			all = append(all, l)
-		}
-		p.stats.Resets += len(all)
-	}
 	p.mu.Unlock()
-	for _, l := range all {
-		l.reset()
+	if down {
+		p.ResetAll()
 	}
 }
 
