@@ -97,7 +97,9 @@ func RunContention(t *testing.T, newStore NewStoreFunc, c Contention) {
 	start := time.Now()
 	for pi, p := range providers {
 		for ni := range tallies {
-			wg.Go(func() {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
 				lockCfg := shedlock.LockConfig{
 					Name:          fmt.Sprintf("contention-%d", ni),
 					LockAtMostFor: c.LockAtMostFor,
@@ -106,7 +108,7 @@ func RunContention(t *testing.T, newStore NewStoreFunc, c Contention) {
 					errs <- fmt.Errorf("provider %d, lock %q: %w", pi, lockCfg.Name, err)
 					cancel() // one broken provider: stop the others rather than wait out Timeout
 				}
-			})
+			}()
 		}
 	}
 	wg.Wait()

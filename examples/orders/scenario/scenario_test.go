@@ -11,7 +11,7 @@ import (
 
 	"github.com/shedlock-go/shedlock/examples/orders/scenario"
 	"github.com/shedlock-go/shedlock/examples/orders/shop"
-	"github.com/shedlock-go/shedlock/internal/testdb"
+	"github.com/shedlock-go/shedlock/internal/testkit/testdb"
 )
 
 // binary is the orders example, built once for every test in this package.

@@ -1,0 +1,165 @@
+package bench_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/shedlock-go/shedlock"
+)
+
+// benchMostFor is long enough that no cycle is ever freed by expiry: every
+// acquisition is the UPDATE finding a released row.
+const benchMostFor = time.Minute
+
+var (
+	libCfg  = shedlock.LockConfig{Name: "library", LockAtMostFor: benchMostFor}
+	execCfg = shedlock.LockConfig{Name: "executor", LockAtMostFor: benchMostFor}
+)
+
+// cycleBench is one pool with three ways of running a lock cycle on it, each on
+// a row of its own: the floor (the provider's two steady-state statements sent
+// directly, prepared once, arguments boxed once: the least any library can do),
+// the library (TryLock+Unlock) and the executor (Run with an empty task).
+type cycleBench struct {
+	p     shedlock.LockProvider
+	ex    *shedlock.Executor
+	floor func(ctx context.Context) error
+}
+
+func newCycleBench(b *testing.B, p shedlock.LockProvider, floor func(context.Context) error) *cycleBench {
+	b.Helper()
+	c := &cycleBench{p: p, floor: floor}
+	c.ex = shedlock.NewExecutor(p, shedlock.WithExecutorLogger(slog.New(slog.DiscardHandler)))
+	b.Cleanup(func() { _ = c.ex.Stop(context.Background()) })
+	// Warm up: the library's first INSERT, and every statement prepared on the
+	// connection the serial loop keeps using.
+	for range 3 {
+		c.mustCycle(b, c.floor)
+		c.mustCycle(b, c.library)
+		c.mustCycle(b, c.executor)
+	}
+	return c
+}
+
+func (c *cycleBench) library(ctx context.Context) error {
+	l, err := c.p.TryLock(ctx, libCfg)
+	if err != nil {
+		return err
+	}
+	return l.Unlock(ctx)
+}
+
+// libraryDeadline is library under a context with a deadline, as the executor
+// releases: it shows what of the executor's cost is the drivers watching a
+// cancellable context rather than the executor itself.
+func (c *cycleBench) libraryDeadline(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	return c.library(ctx)
+}
+
+func emptyTask(context.Context) error { return nil }
+
+func (c *cycleBench) executor(ctx context.Context) error {
+	ran, err := c.ex.Run(ctx, execCfg, emptyTask)
+	if err == nil && !ran {
+		err = shedlock.ErrNotAcquired
+	}
+	return err
+}
+
+func (c *cycleBench) mustCycle(b *testing.B, cycle func(context.Context) error) {
+	if err := cycle(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// floorCycle returns the floor: acquire then release, each checked to change its
+// row, as the library checks.
+func floorCycle(acquire, release *sql.Stmt, acqArgs, relArgs []any) func(context.Context) error {
+	return func(ctx context.Context) error {
+		if err := execOne(ctx, acquire, acqArgs); err != nil {
+			return fmt.Errorf("floor acquire: %w", err)
+		}
+		if err := execOne(ctx, release, relArgs); err != nil {
+			return fmt.Errorf("floor release: %w", err)
+		}
+		return nil
+	}
+}
+
+func execOne(ctx context.Context, st *sql.Stmt, args []any) error {
+	res, err := st.ExecContext(ctx, args...)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return fmt.Errorf("%d rows, want 1 (%v)", n, err)
+	}
+	return nil
+}
+
+// benchCycles runs each way of cycling as a sub-benchmark: ns/op and
+// allocs/op of each, the floor's allocations being database/sql's and the
+// driver's alone.
+func benchCycles(b *testing.B, c *cycleBench) {
+	for _, bc := range []struct {
+		name  string
+		cycle func(context.Context) error
+	}{{"floor", c.floor}, {"library", c.library}, {"library-deadline", c.libraryDeadline}, {"executor", c.executor}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				c.mustCycle(b, bc.cycle)
+			}
+		})
+	}
+}
+
+// benchVsFloor interleaves floor, library, executor and library-deadline cycles, rotating which
+// goes first, so that all three see the same load on a shared machine, and
+// reports each one's time per cycle and the ratios: lib/floor is the library's
+// cost over the two bare round trips, exec/lib the executor's over bare
+// TryLock+Unlock, deadline/lib that of a context with a deadline alone.
+// Allocations per cycle are counted after the timed loop; own-allocs/cycle is
+// the library's beyond the floor's.
+func benchVsFloor(b *testing.B, c *cycleBench) {
+	ctx := context.Background()
+	cycles := []func(context.Context) error{c.floor, c.library, c.executor, c.libraryDeadline}
+	var spent [4]time.Duration
+	i := 0
+	for b.Loop() {
+		for k := range cycles {
+			j := (i + k) % len(cycles)
+			t0 := time.Now()
+			if err := cycles[j](ctx); err != nil {
+				b.Fatal(err)
+			}
+			spent[j] += time.Since(t0)
+		}
+		i++
+	}
+	n := float64(i)
+	floorNs, libNs, execNs, deadlineNs := float64(spent[0])/n, float64(spent[1])/n, float64(spent[2])/n, float64(spent[3])/n
+	b.ReportMetric(libNs, "ns/op")
+	b.ReportMetric(floorNs, "floor-ns/cycle")
+	b.ReportMetric(libNs, "lib-ns/cycle")
+	b.ReportMetric(execNs, "exec-ns/cycle")
+	b.ReportMetric(libNs/floorNs, "lib/floor")
+	b.ReportMetric(execNs/libNs, "exec/lib")
+	b.ReportMetric(deadlineNs/libNs, "deadline/lib")
+
+	b.StopTimer()
+	var allocs [3]float64
+	for j, cycle := range cycles[:3] {
+		allocs[j] = testing.AllocsPerRun(20, func() { c.mustCycle(b, cycle) })
+	}
+	b.ReportMetric(allocs[0], "floor-allocs/cycle")
+	b.ReportMetric(allocs[1], "lib-allocs/cycle")
+	b.ReportMetric(allocs[1]-allocs[0], "own-allocs/cycle")
+	b.ReportMetric(allocs[2], "exec-allocs/cycle")
+}

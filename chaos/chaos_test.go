@@ -1,0 +1,101 @@
+package chaos_test
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shedlock-go/shedlock/chaos"
+	"github.com/shedlock-go/shedlock/internal/testkit/testdb"
+)
+
+// TestMain lets the supervisor re-run this test binary as a pod.
+func TestMain(m *testing.M) {
+	if chaos.IsPod() {
+		os.Exit(chaos.PodMain())
+	}
+	os.Exit(m.Run())
+}
+
+// The short form of `make chaos`: five pod processes, SIGKILLs and graceful
+// stops for about 20 seconds, every assertion checked from the journal.
+func TestChaosShort(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process run skipped in -short mode")
+	}
+	db := testdb.Open(t, nil)
+	table := testdb.NewTable(t, db)
+	journal := table + "_journal"
+	ctx := t.Context()
+	if err := chaos.CreateJournal(ctx, db, journal); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = db.Exec("DROP TABLE IF EXISTS " + journal) })
+
+	params := chaos.Params{
+		LockAtMostFor:  4 * time.Second,
+		LockAtLeastFor: 100 * time.Millisecond,
+		Delay:          200 * time.Millisecond,
+		WorkMin:        100 * time.Millisecond,
+		WorkMax:        400 * time.Millisecond,
+	}
+	const pods = 5
+	slack := 2 * time.Second // two shared cores, the race detector, other tests
+	logDir := t.TempDir()
+	events, end, err := chaos.Supervise(ctx, chaos.SupervisorConfig{
+		Spec:         chaos.PodSpec{Params: params, DSN: testdb.MySQLDSN(t), Table: table, Journal: journal},
+		Pods:         pods,
+		MinDuration:  16 * time.Second,
+		MaxDuration:  45 * time.Second,
+		Every:        2 * time.Second,
+		StopOneIn:    3,
+		HolderShare:  0.8,
+		RestartAfter: 300 * time.Millisecond,
+		Settle:       params.LockAtMostFor + params.Delay + slack,
+		Command:      func() *exec.Cmd { return exec.Command(os.Args[0], "-test.run=^$") },
+		LogDir:       logDir,
+		DB:           db,
+		Log:          slog.New(slog.NewTextHandler(testWriter{t}, nil)),
+	})
+	if err != nil {
+		t.Fatalf("supervise: %v (pod logs in %s)", err, logDir)
+	}
+	runs, err := chaos.ReadJournal(ctx, db, journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := chaos.Analyze(runs, events, params, pods, slack, end)
+	t.Log(rep) // the figures, and the first violations
+	if len(rep.Violations) > 0 {
+		t.Errorf("%d violations (listed above)", len(rep.Violations))
+	}
+	// The bounds above are only tested if the run hit holders both ways.
+	if rep.HolderKills == 0 || rep.HolderStops == 0 {
+		t.Errorf("no SIGKILL (%d) or no graceful stop (%d) hit a pod inside a run: takeover bounds untested",
+			rep.HolderKills, rep.HolderStops)
+	}
+	if len(rep.Violations) > 0 {
+		dumpLogs(t, logDir, pods)
+	}
+}
+
+func dumpLogs(t *testing.T, dir string, pods int) {
+	for i := range pods {
+		b, _ := os.ReadFile(fmt.Sprintf("%s/pod-%d.log", dir, i))
+		if len(b) > 4000 {
+			b = b[len(b)-4000:]
+		}
+		t.Logf("pod-%d log (tail):\n%s", i, b)
+	}
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
