@@ -41,12 +41,20 @@ func (c LockConfig) Validate() error {
 	return validateDurations(c.Name, c.LockAtMostFor, c.LockAtLeastFor)
 }
 
+// MinLockAtMostFor is the shortest LockAtMostFor every store accepts: lock times
+// are kept to the millisecond.
+const MinLockAtMostFor = time.Millisecond
+
 func validateDurations(name string, mostFor, leastFor time.Duration) error {
 	switch {
-	case mostFor <= 0:
-		return fmt.Errorf("%w: lock %q: LockAtMostFor must be > 0, got %v", ErrInvalidConfig, name, mostFor)
+	case mostFor < MinLockAtMostFor:
+		return fmt.Errorf("%w: lock %q: LockAtMostFor must be at least %v, got %v "+
+			"(a bare number is nanoseconds: write 600*time.Second, not 600)", ErrInvalidConfig, name, MinLockAtMostFor, mostFor)
 	case leastFor < 0:
 		return fmt.Errorf("%w: lock %q: LockAtLeastFor must be >= 0, got %v", ErrInvalidConfig, name, leastFor)
+	case leastFor > 0 && leastFor < time.Millisecond:
+		return fmt.Errorf("%w: lock %q: LockAtLeastFor must be 0 or at least 1ms, got %v "+
+			"(a bare number is nanoseconds)", ErrInvalidConfig, name, leastFor)
 	case leastFor > mostFor:
 		return fmt.Errorf("%w: lock %q: LockAtLeastFor (%v) must not exceed LockAtMostFor (%v)",
 			ErrInvalidConfig, name, leastFor, mostFor)
@@ -58,6 +66,16 @@ func validateDurations(name string, mostFor, leastFor time.Duration) error {
 type LockProvider interface {
 	// TryLock makes one attempt; ErrNotAcquired when another instance holds the lock.
 	TryLock(ctx context.Context, cfg LockConfig) (Lock, error)
+}
+
+// ConfigChecker is implemented by a LockProvider whose store limits a LockConfig
+// beyond [LockConfig.Validate], such as the latest lock_until a column can hold.
+// The executor calls it when a job is registered, so that a config the store
+// would refuse on every run is an error at once, not on every tick.
+type ConfigChecker interface {
+	// CheckConfig reports why the store would refuse cfg, as an error wrapping
+	// ErrInvalidConfig; nil when it would not. It touches no store.
+	CheckConfig(cfg LockConfig) error
 }
 
 // Lock is a lock held by this instance.
@@ -72,8 +90,9 @@ type Lock interface {
 }
 
 var (
-	// ErrNotAcquired is returned by TryLock when another instance holds the lock.
-	ErrNotAcquired = errors.New("shedlock: not acquired: held by another instance")
+	// ErrNotAcquired is returned by TryLock when the lock is held: by another
+	// instance, or by an earlier acquisition not yet released.
+	ErrNotAcquired = errors.New("shedlock: not acquired: the lock is held")
 	// ErrLockLost is returned by Extend and Unlock when the lock is no longer ours:
 	// it expired, and may have been taken by another instance.
 	ErrLockLost = errors.New("shedlock: lock lost: no longer held by this instance")
