@@ -136,3 +136,12 @@ func (p *MySQLProvider) statements(ctx context.Context) (*mysqlStatements, error
 	p.stmts = &mysqlStatements{dialect: dialect, prepared: prepared, owned: sqlOf(mysqlOwned), ownedUnexpired: sqlOf(owned)}
 	return p.stmts, nil
 }
+
+// CheckConfig reports whether cfg is valid and its lock_until fits a TIMESTAMP
+// column. It touches no database.
+func (p *MySQLProvider) CheckConfig(cfg LockConfig) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	return p.checkEnd(cfg.Name, cfg.LockAtMostFor)
+}

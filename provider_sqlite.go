@@ -133,3 +133,6 @@ func (p *SQLiteProvider) probe(ctx context.Context) {
 			"open the database with shedlock.SQLiteDSNParams", "busy_timeout_ms", busy, "journal_mode", mode)
 	}
 }
+
+// CheckConfig reports whether cfg is valid. It touches no database.
+func (p *SQLiteProvider) CheckConfig(cfg LockConfig) error { return cfg.Validate() }
