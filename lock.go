@@ -100,6 +100,10 @@ var (
 	ErrInvalidConfig = errors.New("shedlock: invalid lock config")
 	// ErrInvalidOption wraps every rejected provider or executor option.
 	ErrInvalidOption = errors.New("shedlock: invalid option")
+	// ErrUnsafeStore is returned on a provider's first use when the store, its
+	// session settings or its table would break mutual exclusion; the message says
+	// what to change.
+	ErrUnsafeStore = errors.New("shedlock: store cannot keep locks safely")
 	// ErrReleaseFailed is returned by Unlock when every attempt to release failed:
 	// the lock stays held until its lock_until.
 	ErrReleaseFailed = errors.New("shedlock: release failed; the lock stays held until its lock_until")

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"time"
+	"unicode/utf8"
 )
 
 // ProviderOption configures a SQL provider.
@@ -16,7 +17,6 @@ type providerOptions struct {
 	table          string
 	lockedBy       string
 	logger         *slog.Logger
-	now            func() time.Time // nil: database time
 	releaseRetries int
 	releaseBackoff time.Duration
 }
@@ -37,9 +37,11 @@ func WithTableName(name string) ProviderOption {
 	return func(o *providerOptions) { o.table = name }
 }
 
-// WithLockedBy sets the owner written to locked_by. The default is the host name
-// with a suffix unique to the provider instance. Two providers given the same
-// owner can release each other's locks: keep it unique per provider.
+// WithLockedBy sets who the provider says holds its locks, such as the pod's name;
+// the default is the host name. It is at most 200 characters. The provider adds
+// a suffix of its own, so that no two providers share an owner even when they are
+// given the same id, and a number per acquisition: locked_by reads
+// "pod-a#3f9c2b1e7d4a6058.17".
 func WithLockedBy(id string) ProviderOption {
 	return func(o *providerOptions) { o.lockedBy = id }
 }
@@ -47,14 +49,6 @@ func WithLockedBy(id string) ProviderOption {
 // WithLogger sets where the provider logs retried releases. Default: slog.Default().
 func WithLogger(l *slog.Logger) ProviderOption {
 	return func(o *providerOptions) { o.logger = l }
-}
-
-// WithClientClock makes the provider compare lock times with now() of this process
-// instead of the database clock. It exists to compare the two modes and for tests:
-// with it, instances whose clocks differ by more than LockAtLeastFor can run the
-// same job twice. The default, database time, has no such hazard.
-func WithClientClock(now func() time.Time) ProviderOption {
-	return func(o *providerOptions) { o.now = now }
 }
 
 // WithReleaseRetries sets how often a failed release is retried (default 3) and
@@ -65,31 +59,33 @@ func WithReleaseRetries(retries int, backoff time.Duration) ProviderOption {
 
 func (o *providerOptions) validate() error {
 	switch {
-	case len(o.lockedBy) > 255:
-		return fmt.Errorf("%w: WithLockedBy: %d bytes, at most 255 fit locked_by", ErrInvalidOption, len(o.lockedBy))
+	case utf8.RuneCountInString(o.lockedBy) > maxLockedByLength || !utf8.ValidString(o.lockedBy):
+		return fmt.Errorf("%w: WithLockedBy(%q): at most %d characters of valid UTF-8", ErrInvalidOption, o.lockedBy, maxLockedByLength)
 	case o.logger == nil:
 		return fmt.Errorf("%w: WithLogger: nil logger", ErrInvalidOption)
 	case o.releaseRetries < 0 || o.releaseBackoff < 0:
 		return fmt.Errorf("%w: WithReleaseRetries(%d, %v): both must be >= 0", ErrInvalidOption, o.releaseRetries, o.releaseBackoff)
 	}
 	if o.lockedBy == "" {
-		o.lockedBy = DefaultOwner()
+		o.lockedBy = hostName()
 	}
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
+	o.lockedBy += "#" + hex.EncodeToString(b[:])
 	return nil
 }
 
-// DefaultOwner returns the host name followed by the process id and a random
-// suffix: a value no other provider instance has.
-func DefaultOwner() string {
+// maxLockedByLength leaves room in locked_by (VARCHAR(255)) for the provider's
+// suffix and the acquisition number.
+const maxLockedByLength = 200
+
+func hostName() string {
 	host, err := os.Hostname()
 	if err != nil || host == "" {
-		host = "unknown-host"
+		return "unknown-host"
 	}
-	var b [6]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
-	owner := fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(b[:]))
-	if len(owner) > 255 {
-		owner = owner[len(owner)-255:]
+	if r := []rune(host); len(r) > maxLockedByLength {
+		host = string(r[:maxLockedByLength])
 	}
-	return owner
+	return host
 }

@@ -4,11 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strings"
-	"sync"
 	"time"
-
-	"github.com/shedlock-go/shedlock/internal/sqlcore"
 )
 
 // mysqlTimestampEnd is the last instant a TIMESTAMP column holds. A lock_until past
@@ -20,24 +16,19 @@ var mysqlTimestampEnd = time.Date(2038, 1, 19, 3, 14, 7, 0, time.UTC)
 const mysqlClockMargin = 24 * time.Hour
 
 // MySQLProvider takes locks in a MySQL or MariaDB table (see migrations/mysql).
-// It is safe for concurrent use. Its statements are prepared on first use and run
-// in autocommit on the *sql.DB, never in a caller's transaction.
+// It is safe for concurrent use. Its statements run in autocommit on the
+// *sql.DB, never in a caller's transaction.
+//
+// On first use it checks the server and the table, and refuses, with an error
+// wrapping ErrUnsafeStore that says what to change, what would break mutual
+// exclusion: sessions with autocommit off, lock_until or locked_at columns
+// without milliseconds, a server that cannot pin the time zone of a statement.
+// On the first use of each name it checks that the name column stores the name
+// exactly (its length, character set and collation), so that no two names share
+// a row unnoticed.
 type MySQLProvider struct {
-	db     *sql.DB
-	opts   providerOptions
-	table  string // quoted
-	engine sqlcore.Engine
-
-	initMu sync.Mutex
-	stmts  *mysqlStatements // nil until the first successful init
-}
-
-// mysqlStatements are the four prepared statements, indexed by stmtInsert,
-// stmtUpdate, stmtRelease and stmtExtend, and the rare confirming SELECTs.
-type mysqlStatements struct {
-	dialect               mysqlUTCDialect
-	prepared              [4]*sql.Stmt
-	owned, ownedUnexpired string
+	store  *mysqlStore
+	engine *sqlEngine
 }
 
 // NewMySQLProvider returns a provider on db. It does not touch the database: the
@@ -48,93 +39,20 @@ func NewMySQLProvider(db *sql.DB, opts ...ProviderOption) (*MySQLProvider, error
 	if err != nil {
 		return nil, err
 	}
-	p := &MySQLProvider{db: db, opts: o, table: table}
-	p.engine = newEngine(o, (*mysqlStore)(p))
-	return p, nil
+	s := &mysqlStore{db: db, table: table, tableName: o.table, lockedBy: o.lockedBy, setup: newSetupGate[mysqlPrepared]()}
+	return &MySQLProvider{store: s, engine: newSQLEngine(o, s)}, nil
 }
 
-// LockedBy returns the owner this provider writes to locked_by.
-func (p *MySQLProvider) LockedBy() string { return p.opts.lockedBy }
+// LockedBy returns the owner this provider writes to locked_by, before the
+// number each acquisition adds.
+func (p *MySQLProvider) LockedBy() string { return p.engine.lockedBy }
 
-// TryLock makes one attempt to take cfg's lock: ErrNotAcquired when another
-// instance holds it.
+// TryLock makes one attempt to take cfg's lock: ErrNotAcquired when it is held.
 func (p *MySQLProvider) TryLock(ctx context.Context, cfg LockConfig) (Lock, error) {
-	if err := cfg.Validate(); err != nil {
+	if err := p.CheckConfig(cfg); err != nil {
 		return nil, err
 	}
-	if err := p.checkEnd(cfg.Name, cfg.LockAtMostFor); err != nil {
-		return nil, err
-	}
-	h, err := p.engine.TryLock(ctx, cfg.Name, cfg.LockAtMostFor, cfg.LockAtLeastFor)
-	if err != nil {
-		return nil, err
-	}
-	return &sqlLock{h: h, name: cfg.Name, limit: p}, nil
-}
-
-// EnsureTable creates the lock table if it does not exist, with the DDL of
-// migrations/mysql.
-func (p *MySQLProvider) EnsureTable(ctx context.Context) error {
-	return ensureTable(ctx, p.db, "mysql/0001_create_shedlock.up.sql", p.table)
-}
-
-// Close releases the prepared statements. Locks still held stay until their
-// lock_until.
-func (p *MySQLProvider) Close() error {
-	p.initMu.Lock()
-	defer p.initMu.Unlock()
-	if p.stmts == nil {
-		return nil
-	}
-	s := p.stmts
-	p.stmts = nil
-	return closeAll(s.prepared)
-}
-
-func (p *MySQLProvider) now() time.Time {
-	if p.opts.now != nil {
-		return p.opts.now()
-	}
-	return time.Now()
-}
-
-func (p *MySQLProvider) checkEnd(name string, mostFor time.Duration) error {
-	if end := p.now().Add(mostFor); end.After(mysqlTimestampEnd.Add(-mysqlClockMargin)) {
-		return fmt.Errorf("%w: lock %q: LockAtMostFor %v puts lock_until past %s, "+
-			"the end of what a TIMESTAMP column holds (less a day for clock skew)",
-			ErrInvalidConfig, name, mostFor, mysqlTimestampEnd.Format(time.DateTime+" MST"))
-	}
-	return nil
-}
-
-// statements probes the server and prepares the statements once; a failure is
-// returned and tried again on the next call.
-func (p *MySQLProvider) statements(ctx context.Context) (*mysqlStatements, error) {
-	p.initMu.Lock()
-	defer p.initMu.Unlock()
-	if p.stmts != nil {
-		return p.stmts, nil
-	}
-	dialect, err := detectUTCDialect(ctx, p.db)
-	if err != nil {
-		return nil, err
-	}
-	sqlOf := func(stmt string) string { return dialect(strings.ReplaceAll(stmt, "{t}", p.table)) }
-	texts := [4]string{mysqlInsert, mysqlUpdate, mysqlRelease, mysqlExtend}
-	owned := mysqlOwnedUnexpired
-	if p.opts.now != nil {
-		texts = [4]string{mysqlClientInsert, mysqlClientUpdate, mysqlClientRelease, mysqlClientExtend}
-		owned = mysqlClientOwnedUnexpired
-	}
-	for i, text := range texts {
-		texts[i] = sqlOf(text)
-	}
-	prepared, err := prepareAll(ctx, p.db, p.table, texts)
-	if err != nil {
-		return nil, err
-	}
-	p.stmts = &mysqlStatements{dialect: dialect, prepared: prepared, owned: sqlOf(mysqlOwned), ownedUnexpired: sqlOf(owned)}
-	return p.stmts, nil
+	return p.engine.tryLock(ctx, cfg)
 }
 
 // CheckConfig reports whether cfg is valid and its lock_until fits a TIMESTAMP
@@ -143,5 +61,27 @@ func (p *MySQLProvider) CheckConfig(cfg LockConfig) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	return p.checkEnd(cfg.Name, cfg.LockAtMostFor)
+	return p.store.checkEnd(cfg.Name, cfg.LockAtMostFor)
+}
+
+// EnsureTable creates the lock table, under the name WithTableName gave, if it
+// does not exist, with the DDL of migrations/mysql.
+func (p *MySQLProvider) EnsureTable(ctx context.Context) error {
+	return ensureTable(ctx, p.store.db, "mysql/0001_create_shedlock.up.sql", p.store.table)
+}
+
+// Close releases the prepared statements. Locks still held stay until their
+// lock_until; a later lock attempt prepares the statements again.
+func (p *MySQLProvider) Close() error {
+	return p.store.setup.reset(func(s *mysqlPrepared) error { return closeAll(s.stmts) })
+}
+
+// checkEnd refuses a LockAtMostFor whose lock_until a TIMESTAMP cannot hold.
+func (s *mysqlStore) checkEnd(name string, mostFor time.Duration) error {
+	if end := time.Now().Add(mostFor); end.After(mysqlTimestampEnd.Add(-mysqlClockMargin)) {
+		return fmt.Errorf("%w: lock %q: LockAtMostFor %v puts lock_until past %s, "+
+			"the end of what a TIMESTAMP column holds (less a day for clock skew)",
+			ErrInvalidConfig, name, mostFor, mysqlTimestampEnd.Format(time.DateTime+" MST"))
+	}
+	return nil
 }

@@ -2,101 +2,135 @@ package shedlock
 
 import (
 	"context"
+	"crypto/sha256"
+	"database/sql"
+	"fmt"
+	"strings"
 	"time"
 )
 
-// mysqlStore runs the provider's statements for sqlcore.Engine.
-type mysqlStore MySQLProvider
+// mysqlStore runs the MySQL/MariaDB statements; it is the provider's sqlStore.
+type mysqlStore struct {
+	db        *sql.DB
+	table     string // quoted
+	tableName string // as WithTableName gave it
+	lockedBy  string
+	setup     *setupGate[mysqlPrepared]
+}
 
-func (s *mysqlStore) statements(ctx context.Context) (*mysqlStatements, error) {
-	return (*MySQLProvider)(s).statements(ctx)
+// mysqlPrepared is what the first use finds and prepares.
+type mysqlPrepared struct {
+	stmts                 [4]*sql.Stmt // by stmtInsert, stmtUpdate, stmtRelease, stmtExtend
+	owned, ownedUnexpired string
+	nameCheck             string // see mysqlTable.nameCheck
+	nameCol               mysqlColumn
+}
+
+func (s *mysqlStore) prepared(ctx context.Context) (*mysqlPrepared, error) {
+	return s.setup.get(ctx, s.prepare)
+}
+
+// prepare checks the session and the table, then prepares the statements.
+func (s *mysqlStore) prepare(ctx context.Context) (*mysqlPrepared, error) {
+	var version string
+	var autocommit int
+	if err := s.db.QueryRowContext(ctx, mysqlSession).Scan(&version, &autocommit); err != nil {
+		return nil, fmt.Errorf("shedlock: read server version and session settings: %w", err)
+	}
+	if autocommit == 0 {
+		return nil, fmt.Errorf("%w: the session's autocommit is off (autocommit=0 in the DSN, the server's "+
+			"autocommit setting or its init_connect): lock statements would never commit, and a lock "+
+			"would vanish when its connection closes; connect with autocommit=1, the default", ErrUnsafeStore)
+	}
+	dialect, err := detectUTCDialect(ctx, s.db, version)
+	if err != nil {
+		return nil, err
+	}
+	tbl, err := inspectMySQLTable(ctx, s.db, s.tableName)
+	if err != nil {
+		return nil, err
+	}
+	if err := tbl.checkLockedBy(ctx, s.db, s.lockedBy); err != nil {
+		return nil, err
+	}
+	sqlOf := func(stmt string) string { return dialect(strings.ReplaceAll(stmt, "{t}", s.table)) }
+	stmts, err := prepareAll(ctx, s.db, s.table, [4]string{
+		sqlOf(mysqlInsert), sqlOf(mysqlUpdate), sqlOf(mysqlRelease), sqlOf(mysqlExtend)})
+	if err != nil {
+		return nil, err
+	}
+	return &mysqlPrepared{stmts: stmts, owned: sqlOf(mysqlOwned), ownedUnexpired: sqlOf(mysqlOwnedUnexpired),
+		nameCheck: tbl.nameCheck(), nameCol: tbl.name}, nil
 }
 
 func (s *mysqlStore) exec(ctx context.Context, which int, args ...any) (bool, error) {
-	st, err := s.statements(ctx)
+	p, err := s.prepared(ctx)
 	if err != nil {
 		return false, err
 	}
-	return execChanged(ctx, st.prepared[which], args...)
+	return execChanged(ctx, p.stmts[which], args...)
 }
 
-func (s *mysqlStore) clientNow() (now string, ok bool) {
-	if s.opts.now == nil {
-		return "", false
-	}
-	return s.opts.now().UTC().Format(mysqlTimeLayout), true
+func (s *mysqlStore) insert(ctx context.Context, name, token string, mostFor time.Duration) (bool, error) {
+	return s.exec(ctx, stmtInsert, name, mostFor.Microseconds(), token)
 }
 
-func (s *mysqlStore) clientLater(d time.Duration) string {
-	return s.opts.now().Add(d).UTC().Format(mysqlTimeLayout)
+func (s *mysqlStore) update(ctx context.Context, name, token string, mostFor time.Duration) (bool, error) {
+	return s.exec(ctx, stmtUpdate, mostFor.Microseconds(), token, name)
 }
 
-func (s *mysqlStore) Insert(ctx context.Context, name, owner any, mostFor time.Duration) (bool, error) {
-	if now, ok := s.clientNow(); ok {
-		return s.exec(ctx, stmtInsert, name, s.clientLater(mostFor), now, owner)
-	}
-	return s.exec(ctx, stmtInsert, name, mostFor.Microseconds(), owner)
-}
-
-func (s *mysqlStore) Update(ctx context.Context, name, owner any, mostFor time.Duration) (bool, error) {
-	if now, ok := s.clientNow(); ok {
-		nowArg := any(now) // boxed once for both places: one allocation, not two
-		return s.exec(ctx, stmtUpdate, s.clientLater(mostFor), nowArg, owner, name, nowArg)
-	}
-	return s.exec(ctx, stmtUpdate, mostFor.Microseconds(), owner, name)
-}
-
-func (s *mysqlStore) Release(ctx context.Context, name, owner any, leastFor time.Duration) (bool, error) {
-	// Each value is boxed once though sent twice: one allocation, not two.
-	least := any(leastFor.Microseconds())
-	var changed bool
-	var err error
-	if now, ok := s.clientNow(); ok {
-		nowArg := any(now)
-		changed, err = s.exec(ctx, stmtRelease, least, nowArg, least, nowArg, name, owner)
-	} else {
-		changed, err = s.exec(ctx, stmtRelease, least, least, name, owner)
-	}
+func (s *mysqlStore) release(ctx context.Context, name, token string, leastFor time.Duration) (bool, error) {
+	least := leastFor.Microseconds()
+	changed, err := s.exec(ctx, stmtRelease, least, least, name, token)
 	if err != nil || changed {
 		return changed, err
 	}
-	return s.found(ctx, false, name, owner)
+	return s.found(ctx, false, name, token)
 }
 
-func (s *mysqlStore) Extend(ctx context.Context, name, owner any, mostFor time.Duration) (bool, error) {
-	var changed bool
-	var err error
-	now, client := s.clientNow()
-	if client {
-		changed, err = s.exec(ctx, stmtExtend, s.clientLater(mostFor), name, owner, now)
-	} else {
-		changed, err = s.exec(ctx, stmtExtend, mostFor.Microseconds(), name, owner)
-	}
+func (s *mysqlStore) extend(ctx context.Context, name, token string, mostFor time.Duration) (bool, error) {
+	changed, err := s.exec(ctx, stmtExtend, mostFor.Microseconds(), name, token)
 	if err != nil || changed {
 		return changed, err
 	}
-	args := []any{name, owner}
-	if client {
-		args = append(args, now)
-	}
-	return s.found(ctx, true, args...)
+	return s.found(ctx, true, name, token)
 }
 
 // found runs a rare confirming SELECT COUNT(*) after an UPDATE reported 0 rows,
-// which MySQL also reports for a row left as it was: the row is ours (and, with
-// unexpired, not expired) when it finds one.
-func (s *mysqlStore) found(ctx context.Context, unexpired bool, args ...any) (bool, error) {
-	st, err := s.statements(ctx)
+// which MySQL also reports for a row left as it was: the row is this token's
+// (and, with unexpired, not expired) when it finds one.
+func (s *mysqlStore) found(ctx context.Context, unexpired bool, name, token string) (bool, error) {
+	p, err := s.prepared(ctx)
 	if err != nil {
 		return false, err
 	}
-	q := st.owned
+	q := p.owned
 	if unexpired {
-		q = st.ownedUnexpired
+		q = p.ownedUnexpired
 	}
 	var n int
-	if err := s.db.QueryRowContext(ctx, q, args...).Scan(&n); err != nil {
+	if err := s.db.QueryRowContext(ctx, q, name, token).Scan(&n); err != nil {
 		return false, err
 	}
 	return n > 0, nil
+}
+
+// nameKey asks the server whether the name column stores name exactly, and for
+// the column collation's weight of it: names of equal weight are one row.
+func (s *mysqlStore) nameKey(ctx context.Context, name string) (string, error) {
+	p, err := s.prepared(ctx)
+	if err != nil {
+		return "", err
+	}
+	var exact bool
+	var weight sql.NullString
+	if err := s.db.QueryRowContext(ctx, p.nameCheck, name, name, name).Scan(&exact, &weight); err != nil {
+		return "", fmt.Errorf("check the name against the name column: %w", err)
+	}
+	if !exact || (p.nameCol.dataType == "char" && strings.HasSuffix(name, " ")) {
+		return "", fmt.Errorf("%w: lock %q: the name column (%s, character set %s) cannot store this name exactly; "+
+			"it would store a cut or changed name and lock that row instead", ErrInvalidConfig, name, p.nameCol, p.nameCol.charset)
+	}
+	sum := sha256.Sum256([]byte(weight.String))
+	return string(sum[:16]), nil
 }

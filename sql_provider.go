@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 
-	"github.com/shedlock-go/shedlock/internal/sqlcore"
 	"github.com/shedlock-go/shedlock/migrations"
 )
 
@@ -28,13 +28,47 @@ func sqlProviderSetup(ctor string, db *sql.DB, q byte, opts []ProviderOption) (p
 	return o, table, err
 }
 
-func newEngine(o providerOptions, store sqlcore.Store) sqlcore.Engine {
-	return sqlcore.Engine{
-		Store: store,
-		Owner: o.lockedBy,
-		Errs:  sqlcore.Errors{NotAcquired: ErrNotAcquired, LockLost: ErrLockLost, ReleaseFailed: ErrReleaseFailed},
-		Log:   o.logger, Retries: o.releaseRetries, Backoff: o.releaseBackoff,
+// setupGate runs a provider's first-use setup once it succeeds, one caller at a
+// time; a caller waiting for another's setup stops waiting when its ctx ends.
+type setupGate[T any] struct {
+	turn chan struct{}
+	done atomic.Pointer[T]
+}
+
+func newSetupGate[T any]() *setupGate[T] {
+	return &setupGate[T]{turn: make(chan struct{}, 1)}
+}
+
+// get returns what setup made, running it first if no call has succeeded yet.
+func (g *setupGate[T]) get(ctx context.Context, setup func(context.Context) (*T, error)) (*T, error) {
+	if v := g.done.Load(); v != nil {
+		return v, nil
 	}
+	select {
+	case g.turn <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("shedlock: wait for the provider's first-use setup: %w", context.Cause(ctx))
+	}
+	defer func() { <-g.turn }()
+	if v := g.done.Load(); v != nil {
+		return v, nil
+	}
+	v, err := setup(ctx)
+	if err != nil {
+		return nil, err
+	}
+	g.done.Store(v)
+	return v, nil
+}
+
+// reset forgets what setup made, after closing it; the next get sets up again.
+func (g *setupGate[T]) reset(closeFn func(*T) error) error {
+	g.turn <- struct{}{}
+	defer func() { <-g.turn }()
+	if v := g.done.Swap(nil); v != nil {
+		return closeFn(v)
+	}
+	return nil
 }
 
 // ensureTable runs a store's first migration with the table name replaced.

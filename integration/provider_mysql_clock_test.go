@@ -18,19 +18,15 @@ import (
 func TestMySQLClockSkew(t *testing.T) {
 	t.Parallel()
 	const least = time.Second
-	skewed := func(d time.Duration) func() time.Time { return func() time.Time { return time.Now().Add(d) } }
 	for _, tc := range []struct {
 		name         string
-		optsA, optsB []shedlock.ProviderOption
+		skewB        time.Duration // client-clock pods: how far B's clock is ahead of A's
+		clientClock  bool
 		zoneA, zoneB string
 		wantDoubles  bool
 	}{
-		{name: "ClientClockSkewAboveLockAtLeastFor", wantDoubles: true,
-			optsA: []shedlock.ProviderOption{shedlock.WithClientClock(time.Now)},
-			optsB: []shedlock.ProviderOption{shedlock.WithClientClock(skewed(3 * least))}},
-		{name: "ClientClockSkewBelowLockAtLeastFor",
-			optsA: []shedlock.ProviderOption{shedlock.WithClientClock(time.Now)},
-			optsB: []shedlock.ProviderOption{shedlock.WithClientClock(skewed(least / 4))}},
+		{name: "ClientClockSkewAboveLockAtLeastFor", wantDoubles: true, clientClock: true, skewB: 3 * least},
+		{name: "ClientClockSkewBelowLockAtLeastFor", clientClock: true, skewB: least / 4},
 		// The pods' clocks may differ as above: database time never reads them.
 		{name: "DatabaseTime"},
 		{name: "DatabaseTimeMixedSessionZones", zoneA: "+09:00", zoneB: "-05:00"},
@@ -44,8 +40,14 @@ func TestMySQLClockSkew(t *testing.T) {
 				}
 				return map[string]string{"time_zone": "'" + zone + "'"}
 			}
-			a := newMySQLProvider(t, testdb.Open(t, pool(tc.zoneA)), append(tc.optsA, shedlock.WithTableName(table))...)
-			b := newMySQLProvider(t, testdb.Open(t, pool(tc.zoneB)), append(tc.optsB, shedlock.WithTableName(table))...)
+			var a, b shedlock.LockProvider
+			if tc.clientClock {
+				a = newClientClockProvider(testdb.Open(t, nil), table, "pod-a", 0)
+				b = newClientClockProvider(testdb.Open(t, nil), table, "pod-b", tc.skewB)
+			} else {
+				a = newMySQLProvider(t, testdb.Open(t, pool(tc.zoneA)), shedlock.WithTableName(table))
+				b = newMySQLProvider(t, testdb.Open(t, pool(tc.zoneB)), shedlock.WithTableName(table))
+			}
 			runs, doubles := sameTick(t, a, b, shedlock.LockConfig{Name: "orderTimeoutCancelJob",
 				LockAtMostFor: 10 * time.Second, LockAtLeastFor: least}, 3, least+300*time.Millisecond)
 			t.Logf("%d runs in 3 ticks, %d ticks run twice", runs, doubles)

@@ -2,9 +2,7 @@ package integration_test
 
 import (
 	"testing"
-	"time"
 
-	"github.com/shedlock-go/shedlock"
 	"github.com/shedlock-go/shedlock/shedlocktest"
 )
 
@@ -19,10 +17,4 @@ func TestMySQLContention(t *testing.T) {
 func TestMySQLContentionMixedTimeZones(t *testing.T) {
 	t.Parallel()
 	shedlocktest.RunContention(t, mysqlStore(testZones(t)), shedlocktest.Contention{RunsPerName: 100})
-}
-
-// Client-clock mode with clocks that agree (one process) keeps exclusion too.
-func TestMySQLContentionClientClock(t *testing.T) {
-	t.Parallel()
-	shedlocktest.RunContention(t, mysqlStore(nil, shedlock.WithClientClock(time.Now)), shedlocktest.Contention{RunsPerName: 100})
 }

@@ -47,21 +47,11 @@ func TestMySQLProvider(t *testing.T) {
 	shedlocktest.Run(t, mysqlStore(nil))
 }
 
-func TestMySQLProviderClientClock(t *testing.T) {
-	t.Parallel()
-	shedlocktest.Run(t, mysqlStore(nil, shedlock.WithClientClock(time.Now)))
-}
-
 // Pools whose sessions are in different zones take turns as providers: every
 // behaviour must hold across them.
 func TestMySQLProviderMixedTimeZones(t *testing.T) {
 	t.Parallel()
 	shedlocktest.Run(t, mysqlStore(testZones(t)))
-}
-
-func TestMySQLProviderMixedTimeZonesClientClock(t *testing.T) {
-	t.Parallel()
-	shedlocktest.Run(t, mysqlStore(testZones(t), shedlock.WithClientClock(time.Now)))
 }
 
 // testZones returns fixed-offset zones, and a named zone with daylight saving

@@ -2,9 +2,7 @@ package integration_test
 
 import (
 	"testing"
-	"time"
 
-	"github.com/shedlock-go/shedlock"
 	"github.com/shedlock-go/shedlock/shedlocktest"
 )
 
@@ -13,10 +11,4 @@ import (
 func TestSQLiteContention(t *testing.T) {
 	t.Parallel()
 	shedlocktest.RunContention(t, sqliteStore(), shedlocktest.Contention{})
-}
-
-// Client-clock mode with clocks that agree (one process) keeps exclusion too.
-func TestSQLiteContentionClientClock(t *testing.T) {
-	t.Parallel()
-	shedlocktest.RunContention(t, sqliteStore(shedlock.WithClientClock(time.Now)), shedlocktest.Contention{RunsPerName: 100})
 }

@@ -239,8 +239,10 @@ func testInvalidConfig(t *testing.T, newProvider NewProviderFunc) {
 	}{
 		{cfg("", time.Minute, 0), "Name is empty"},
 		{cfg(long, time.Minute, 0), "Name has 65 characters"},
-		{cfg("job", 0, 0), `lock "job": LockAtMostFor must be > 0`},
-		{cfg("job", -time.Second, 0), `lock "job": LockAtMostFor must be > 0`},
+		{cfg("job", 0, 0), `lock "job": LockAtMostFor must be at least 1ms, got 0s`},
+		{cfg("job", -time.Second, 0), `lock "job": LockAtMostFor must be at least 1ms, got -1s`},
+		{cfg("job", 600, 0), `lock "job": LockAtMostFor must be at least 1ms, got 600ns`},
+		{cfg("job", time.Minute, 500*time.Microsecond), `lock "job": LockAtLeastFor must be 0 or at least 1ms, got 500µs`},
 		{cfg("job", time.Minute, -time.Second), `lock "job": LockAtLeastFor must be >= 0`},
 		{cfg("job", time.Minute, 2*time.Minute), `lock "job": LockAtLeastFor (2m0s) must not exceed LockAtMostFor (1m0s)`},
 	}

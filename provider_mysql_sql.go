@@ -12,7 +12,6 @@ import (
 // mysqlUTCDialect), because lock_until is a TIMESTAMP: a session in another zone
 // would write and read UTC_TIMESTAMP values shifted by its offset.
 const (
-	// Database time, the default.
 	mysqlInsert = "INSERT IGNORE INTO {t} (name, lock_until, locked_at, locked_by) " +
 		"VALUES (?, TIMESTAMPADD(MICROSECOND, ?, UTC_TIMESTAMP(3)), UTC_TIMESTAMP(3), ?)"
 	mysqlUpdate = "UPDATE {t} SET lock_until = TIMESTAMPADD(MICROSECOND, ?, UTC_TIMESTAMP(3)), " +
@@ -26,17 +25,11 @@ const (
 	mysqlOwned          = "SELECT COUNT(*) FROM {t} WHERE name = ? AND locked_by = ?"
 	mysqlOwnedUnexpired = "SELECT COUNT(*) FROM {t} WHERE name = ? AND locked_by = ? AND lock_until > UTC_TIMESTAMP(3)"
 
-	// Client time, only with WithClientClock; every ? time is this process's now.
-	mysqlClientInsert = "INSERT IGNORE INTO {t} (name, lock_until, locked_at, locked_by) VALUES (?, ?, ?, ?)"
-	mysqlClientUpdate = "UPDATE {t} SET lock_until = ?, locked_at = ?, locked_by = ? " +
-		"WHERE name = ? AND lock_until <= ?"
-	mysqlClientRelease = "UPDATE {t} SET lock_until = IF(TIMESTAMPADD(MICROSECOND, ?, locked_at) > ?, " +
-		"TIMESTAMPADD(MICROSECOND, ?, locked_at), ?) WHERE name = ? AND locked_by = ?"
-	mysqlClientExtend         = "UPDATE {t} SET lock_until = ? WHERE name = ? AND locked_by = ? AND lock_until > ?"
-	mysqlClientOwnedUnexpired = "SELECT COUNT(*) FROM {t} WHERE name = ? AND locked_by = ? AND lock_until > ?"
-
-	// mysqlTimeLayout formats client times for the UTC-pinned session.
-	mysqlTimeLayout = "2006-01-02 15:04:05.000000"
+	// First use: the session's settings, then the table's columns.
+	mysqlSession = "SELECT VERSION(), @@session.autocommit"
+	mysqlColumns = "SELECT LOWER(COLUMN_NAME), LOWER(DATA_TYPE), COALESCE(CHARACTER_MAXIMUM_LENGTH, 0), " +
+		"COALESCE(CHARACTER_SET_NAME, ''), COALESCE(COLLATION_NAME, ''), COALESCE(DATETIME_PRECISION, 0) " +
+		"FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = COALESCE(?, DATABASE()) AND TABLE_NAME = ?"
 )
 
 // mysqlUTCDialect rewrites a statement so that it runs with time_zone '+00:00'
@@ -53,13 +46,10 @@ func mysql8UTC(stmt string) string {
 	return verb + " /*+ SET_VAR(time_zone = '+00:00') */ " + rest
 }
 
-// detectUTCDialect asks the server which form it understands, and checks that the
-// form really sets the zone (MySQL ignores a hint it does not know, with a warning).
-func detectUTCDialect(ctx context.Context, db *sql.DB) (mysqlUTCDialect, error) {
-	var version string
-	if err := db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version); err != nil {
-		return nil, fmt.Errorf("shedlock: read server version: %w", err)
-	}
+// detectUTCDialect picks the form the server version understands, and checks that
+// the form really sets the zone (MySQL ignores a hint it does not know, with a
+// warning).
+func detectUTCDialect(ctx context.Context, db *sql.DB, version string) (mysqlUTCDialect, error) {
 	dialect := mysqlUTCDialect(mysql8UTC)
 	if strings.Contains(strings.ToLower(version), "mariadb") {
 		dialect = mariadbUTC
@@ -72,10 +62,10 @@ func detectUTCDialect(ctx context.Context, db *sql.DB) (mysqlUTCDialect, error) 
 			"(MariaDB's SET STATEMENT or MySQL 8's SET_VAR hint): %w", version, err)
 	}
 	if zone != "+00:00" {
-		return nil, fmt.Errorf("shedlock: server %s did not pin time_zone to +00:00 for one statement "+
+		return nil, fmt.Errorf("%w: server %s did not pin time_zone to +00:00 for one statement "+
 			"(MariaDB's SET STATEMENT or MySQL 8's SET_VAR hint); without it lock times would depend "+
 			"on each session's zone, so the provider refuses to run (probe: zone %q)",
-			version, zone)
+			ErrUnsafeStore, version, zone)
 	}
 	return dialect, nil
 }
