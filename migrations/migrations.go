@@ -1,15 +1,103 @@
-// Package migrations holds the lock table's DDL for each store, as numbered
-// up/down files that golang-migrate and goose-style tools read, and as an embedded
-// file system for programs that apply them themselves.
+// Package migrations holds the lock table's DDL for each store, for the migration
+// tool a service already runs: golang-migrate or goose.
 //
 // The table is compatible with Java ShedLock's: a Go service and a Java service can
 // share it and exclude each other.
+//
+// # Layout
+//
+// Each store has a folder and an [fs.FS] rooted at it ([MySQL], [SQLite]). The
+// folder holds the same statements twice, in the form each tool reads:
+//
+//	0001_create_shedlock.up.sql     golang-migrate reads the folder itself
+//	0001_create_shedlock.down.sql
+//	goose/0001_create_shedlock.sql  goose reads goose/: up and down in one file,
+//	                                marked -- +goose Up and -- +goose Down
+//
+// Give goose the goose folder, never the root: there it would read the .up.sql and
+// .down.sql files as two migrations of version 1 and refuse them. A new store is a
+// new folder of the same three files and one variable below.
+//
+// # golang-migrate
+//
+// With github.com/golang-migrate/migrate/v4, its source/iofs package and its
+// database/mysql driver (imported for its side effect):
+//
+//	src, err := iofs.New(migrations.MySQL, ".")
+//	if err != nil {
+//		return err
+//	}
+//	m, err := migrate.NewWithSourceInstance("iofs", src,
+//		"mysql://app@tcp(db:3306)/app?x-migrations-table=shedlock_schema_migrations")
+//	if err != nil {
+//		return err
+//	}
+//	if err := m.Up(); err != nil && !errors.Is(err, migrate.ErrNoChange) {
+//		return err
+//	}
+//
+// # goose
+//
+// With github.com/pressly/goose/v3:
+//
+//	dir, err := fs.Sub(migrations.MySQL, "goose")
+//	if err != nil {
+//		return err
+//	}
+//	p, err := goose.NewProvider(goose.DialectMySQL, db, dir,
+//		goose.WithTableName("shedlock_goose_db_version"))
+//	if err != nil {
+//		return err
+//	}
+//	_, err = p.Up(ctx)
+//
+// With goose's package-level functions instead: goose.SetBaseFS(migrations.MySQL),
+// goose.SetDialect("mysql"), goose.SetTableName(...), then goose.Up(db, "goose").
+//
+// # A version table of its own
+//
+// These migrations are numbered from 1, like a service's own. Run them with a version
+// table of their own, as above (golang-migrate's x-migrations-table, goose's
+// WithTableName), so that they and the service's migrations do not take each other's
+// versions. Or copy the statements into a migration of the service's own.
+//
+// # Another table name
+//
+// The files create a table named shedlock, the name Java ShedLock uses and the
+// provider's default. For another name, either let the provider create its table:
+//
+//	p, err := shedlock.NewMySQLProvider(db, shedlock.WithTableName("job_locks"))
+//	...
+//	err = p.EnsureTable(ctx) // CREATE TABLE IF NOT EXISTS job_locks (...), same columns
+//
+// or copy the statements into a migration of the service's own with the name
+// changed, and pass that name to WithTableName.
 package migrations
 
-import "embed"
+import (
+	"embed"
+	"io/fs"
+)
 
-// FS holds one folder per store ("mysql", ...), each with NNNN_name.up.sql and
-// NNNN_name.down.sql files.
+// FS holds one folder per store ("mysql", "sqlite"), laid out as the package
+// documentation shows. [MySQL] and [SQLite] are its folders.
 //
-//go:embed */*.sql
+//go:embed */*.sql */goose/*.sql
 var FS embed.FS
+
+// MySQL holds the MySQL and MariaDB migrations, for golang-migrate at its root and
+// for goose in its goose folder.
+var MySQL = dialect("mysql")
+
+// SQLite holds the SQLite migrations, for golang-migrate at its root and for goose
+// in its goose folder.
+var SQLite = dialect("sqlite")
+
+// dialect returns the folder of FS that holds one store's migrations.
+func dialect(dir string) fs.FS {
+	sub, err := fs.Sub(FS, dir)
+	if err != nil {
+		panic("migrations: " + err.Error()) // only for a name that is not a valid path
+	}
+	return sub
+}

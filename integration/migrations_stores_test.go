@@ -1,0 +1,174 @@
+package integration_test
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"io/fs"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/golang-migrate/migrate/v4/database"
+	migratemysql "github.com/golang-migrate/migrate/v4/database/mysql"
+	migratesqlite "github.com/golang-migrate/migrate/v4/database/sqlite"
+	"github.com/pressly/goose/v3"
+	"github.com/stretchr/testify/require"
+
+	"github.com/shedlock-go/shedlock"
+	"github.com/shedlock-go/shedlock/internal/testkit/testdb"
+	"github.com/shedlock-go/shedlock/migrations"
+)
+
+// migrationStore is one store's migrations and how the tests reach a fresh
+// database of that store.
+type migrationStore struct {
+	name  string
+	fsys  fs.FS
+	goose goose.Dialect
+	// migrateDriver wraps a pool for golang-migrate, with the version table given.
+	migrateDriver func(db *sql.DB, versionTable string) (database.Driver, error)
+	// open gives the test a database of its own, empty, and returns a function
+	// that opens a new pool on it (the tools close the pool they are given).
+	open func(t *testing.T) func() *sql.DB
+	// describe lists what a Java-compatible table must be: for MySQL its engine
+	// and character set, then for each column "name type NOT NULL [key] [default]".
+	describe    func(t *testing.T, db *sql.DB) []string
+	want        []string
+	tableExists func(t *testing.T, db *sql.DB, table string) bool
+	provider    func(db *sql.DB) (shedlock.LockProvider, error)
+}
+
+var mysqlMigrations = migrationStore{
+	name:  "MySQL",
+	fsys:  migrations.MySQL,
+	goose: goose.DialectMySQL,
+	migrateDriver: func(db *sql.DB, versionTable string) (database.Driver, error) {
+		return migratemysql.WithInstance(db, &migratemysql.Config{MigrationsTable: versionTable})
+	},
+	open: openMySQLDatabase,
+	describe: func(t *testing.T, db *sql.DB) []string {
+		table := queryStrings(t, db, `SELECT CONCAT('ENGINE=', ENGINE,
+				' CHARSET=', SUBSTRING_INDEX(TABLE_COLLATION, '_', 1))
+			FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'shedlock'`)
+		return append(table, queryStrings(t, db, `SELECT CONCAT_WS(' ', COLUMN_NAME, COLUMN_TYPE,
+				IF(IS_NULLABLE = 'NO', 'NOT NULL', 'NULL'), NULLIF(COLUMN_KEY, ''),
+				CONCAT('DEFAULT ', LOWER(COLUMN_DEFAULT)))
+			FROM information_schema.COLUMNS
+			WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'shedlock' ORDER BY ORDINAL_POSITION`)...)
+	},
+	// Java ShedLock's table, as DESIGN.md gives it.
+	want: []string{
+		"ENGINE=InnoDB CHARSET=utf8mb4",
+		"name varchar(64) NOT NULL PRI",
+		"lock_until timestamp(3) NOT NULL",
+		"locked_at timestamp(3) NOT NULL DEFAULT current_timestamp(3)",
+		"locked_by varchar(255) NOT NULL",
+	},
+	tableExists: func(t *testing.T, db *sql.DB, table string) bool {
+		var n int
+		require.NoError(t, db.QueryRow(`SELECT COUNT(*) FROM information_schema.TABLES
+			WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?`, table).Scan(&n))
+		return n == 1
+	},
+	provider: func(db *sql.DB) (shedlock.LockProvider, error) { return shedlock.NewMySQLProvider(db) },
+}
+
+var sqliteMigrations = migrationStore{
+	name:  "SQLite",
+	fsys:  migrations.SQLite,
+	goose: goose.DialectSQLite3,
+	migrateDriver: func(db *sql.DB, versionTable string) (database.Driver, error) {
+		return migratesqlite.WithInstance(db, &migratesqlite.Config{MigrationsTable: versionTable})
+	},
+	open: func(t *testing.T) func() *sql.DB {
+		file := filepath.Join(t.TempDir(), "app.db")
+		return func() *sql.DB { return openSQLite(t, file, shedlock.SQLiteDSNParams) }
+	},
+	describe: func(t *testing.T, db *sql.DB) []string {
+		return queryStrings(t, db, `SELECT name || ' ' || type || IIF("notnull", ' NOT NULL', '') ||
+				IIF(pk > 0, ' PRIMARY KEY', '') || IIF(dflt_value IS NULL, '', ' DEFAULT ' || dflt_value)
+			FROM pragma_table_info('shedlock') ORDER BY cid`)
+	},
+	want: []string{
+		"name VARCHAR(64) NOT NULL PRIMARY KEY",
+		"lock_until TEXT NOT NULL",
+		"locked_at TEXT NOT NULL DEFAULT strftime('%Y-%m-%d %H:%M:%f', 'now')",
+		"locked_by VARCHAR(255) NOT NULL",
+	},
+	tableExists: func(t *testing.T, db *sql.DB, table string) bool {
+		var n int
+		require.NoError(t, db.QueryRow(`SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?`,
+			table).Scan(&n))
+		return n == 1
+	},
+	provider: func(db *sql.DB) (shedlock.LockProvider, error) { return shedlock.NewSQLiteProvider(db) },
+}
+
+// openMySQLDatabase creates a database no other test uses, dropped when t ends.
+func openMySQLDatabase(t *testing.T) func() *sql.DB {
+	admin := testdb.Open(t, nil)
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	name := "shedlock_mig_" + hex.EncodeToString(b[:])
+	_, err := admin.ExecContext(context.Background(), "CREATE DATABASE "+name)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_, err := admin.ExecContext(context.Background(), "DROP DATABASE IF EXISTS "+name)
+		if err != nil {
+			t.Errorf("drop database %s: %v", name, err)
+		}
+	})
+	cfg, err := mysql.ParseDSN(testdb.MySQLDSN(t))
+	require.NoError(t, err)
+	cfg.DBName = name
+	return func() *sql.DB {
+		db, err := sql.Open("mysql", cfg.FormatDSN())
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = db.Close() })
+		return db
+	}
+}
+
+func queryStrings(t *testing.T, db *sql.DB, query string) []string {
+	t.Helper()
+	rows, err := db.Query(query)
+	require.NoError(t, err)
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		require.NoError(t, rows.Scan(&s))
+		out = append(out, s)
+	}
+	require.NoError(t, rows.Err())
+	return out
+}
+
+// requireLocks shows that the store's provider, with its default table, takes and
+// releases locks in the migrated table and refuses a second holder.
+func (s migrationStore) requireLocks(t *testing.T, newPool func() *sql.DB) {
+	t.Helper()
+	ctx := context.Background()
+	newProvider := func() shedlock.LockProvider {
+		p, err := s.provider(newPool())
+		require.NoError(t, err)
+		if c, ok := p.(interface{ Close() error }); ok {
+			t.Cleanup(func() { _ = c.Close() })
+		}
+		return p
+	}
+	a, b := newProvider(), newProvider()
+	cfg := shedlock.LockConfig{Name: "migrated", LockAtMostFor: time.Minute}
+
+	lock, err := a.TryLock(ctx, cfg)
+	require.NoError(t, err, "first lock on the migrated table")
+	_, err = b.TryLock(ctx, cfg)
+	require.ErrorIs(t, err, shedlock.ErrNotAcquired, "a second holder while the first holds it")
+	require.NoError(t, lock.Unlock(ctx))
+	lock, err = b.TryLock(ctx, cfg)
+	require.NoError(t, err, "lock after the release")
+	require.NoError(t, lock.Unlock(ctx))
+}

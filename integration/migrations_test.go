@@ -1,0 +1,132 @@
+package integration_test
+
+import (
+	"context"
+	"database/sql"
+	"io/fs"
+	"testing"
+
+	"github.com/golang-migrate/migrate/v4"
+	"github.com/golang-migrate/migrate/v4/source/iofs"
+	"github.com/pressly/goose/v3"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/shedlock-go/shedlock/migrations"
+)
+
+// Each test's version table, under a name of its own as the package doc advises.
+const migrationVersions = "shedlock_versions"
+
+// migrationTool applies a store's migrations up, or all the way down, on a pool
+// it may close.
+type migrationTool struct {
+	name     string
+	up, down func(t *testing.T, s migrationStore, db *sql.DB)
+}
+
+// golang-migrate reads the store's folder itself.
+var golangMigrate = migrationTool{
+	name: "GolangMigrate",
+	up: func(t *testing.T, s migrationStore, db *sql.DB) {
+		m := newMigrate(t, s, db)
+		require.NoError(t, m.Up())
+		require.ErrorIs(t, m.Up(), migrate.ErrNoChange, "a second Up")
+	},
+	down: func(t *testing.T, s migrationStore, db *sql.DB) {
+		require.NoError(t, newMigrate(t, s, db).Down())
+	},
+}
+
+func newMigrate(t *testing.T, s migrationStore, db *sql.DB) *migrate.Migrate {
+	t.Helper()
+	src, err := iofs.New(s.fsys, ".")
+	require.NoError(t, err)
+	driver, err := s.migrateDriver(db, migrationVersions)
+	require.NoError(t, err)
+	m, err := migrate.NewWithInstance("iofs", src, s.name, driver)
+	require.NoError(t, err)
+	t.Cleanup(func() { _, _ = m.Close() })
+	return m
+}
+
+// goose reads the store's goose folder.
+var gooseProvider = migrationTool{
+	name: "Goose",
+	up: func(t *testing.T, s migrationStore, db *sql.DB) {
+		results, err := newGoose(t, s, db).Up(context.Background())
+		require.NoError(t, err)
+		require.Len(t, results, 1)
+	},
+	down: func(t *testing.T, s migrationStore, db *sql.DB) {
+		results, err := newGoose(t, s, db).DownTo(context.Background(), 0)
+		require.NoError(t, err)
+		require.Len(t, results, 1)
+	},
+}
+
+func newGoose(t *testing.T, s migrationStore, db *sql.DB) *goose.Provider {
+	t.Helper()
+	dir, err := fs.Sub(s.fsys, "goose")
+	require.NoError(t, err)
+	p, err := goose.NewProvider(s.goose, db, dir, goose.WithTableName(migrationVersions))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = p.Close() })
+	return p
+}
+
+// Each tool, on each store, makes Java ShedLock's table, which the provider then
+// locks in, and takes it away again.
+func TestMigrations(t *testing.T) {
+	t.Parallel()
+	for _, s := range []migrationStore{mysqlMigrations, sqliteMigrations} {
+		for _, tool := range []migrationTool{golangMigrate, gooseProvider} {
+			t.Run(tool.name+"/"+s.name, func(t *testing.T) {
+				t.Parallel()
+				newPool := s.open(t)
+				db := newPool()
+
+				tool.up(t, s, newPool())
+				assert.Equal(t, s.want, s.describe(t, db), "table after up")
+				assert.True(t, s.tableExists(t, db, migrationVersions), "version table %s after up", migrationVersions)
+				s.requireLocks(t, newPool)
+
+				tool.down(t, s, newPool())
+				assert.False(t, s.tableExists(t, db, "shedlock"), "shedlock after down")
+			})
+		}
+	}
+}
+
+// goose refuses a store's root folder, where golang-migrate's two files share a
+// version: the reason goose has a folder of its own.
+func TestMigrationsGooseRefusesTheRootFolder(t *testing.T) {
+	t.Parallel()
+	_, err := goose.NewProvider(goose.DialectSQLite3, sqliteMigrations.open(t)(), migrations.SQLite)
+	require.ErrorContains(t, err, "duplicate migration version 1")
+}
+
+// goose's package-level functions, as the package doc shows them, read the goose
+// folder of a store's fs.FS. They set goose's globals, put back at the end: this
+// test does not run in parallel, and no other test uses them.
+func TestMigrationsGooseGlobalFunctions(t *testing.T) {
+	s := sqliteMigrations
+	newPool := s.open(t)
+	db := newPool()
+	t.Cleanup(func() {
+		goose.SetBaseFS(nil)
+		_ = goose.SetDialect("postgres")
+		goose.SetTableName("goose_db_version")
+	})
+
+	goose.SetBaseFS(s.fsys)
+	require.NoError(t, goose.SetDialect("sqlite3"))
+	goose.SetTableName(migrationVersions)
+
+	require.NoError(t, goose.Up(db, "goose"))
+	assert.Equal(t, s.want, s.describe(t, db), "table after up")
+	assert.True(t, s.tableExists(t, db, migrationVersions), "version table %s after up", migrationVersions)
+	s.requireLocks(t, newPool)
+	require.NoError(t, goose.DownTo(db, "goose", 0))
+	assert.False(t, s.tableExists(t, db, "shedlock"), "shedlock after down")
+}
