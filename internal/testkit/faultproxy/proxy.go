@@ -33,6 +33,7 @@ type Stats struct {
 	Accepted int // connections accepted
 	Resets   int // connections reset by a fault
 	Refused  int // connections reset at once because the database was down
+	Requests int // chunks read from clients, counted before any latency
 }
 
 // trap resets the connection that sends the next request.
@@ -184,6 +185,9 @@ func (p *Proxy) toServer(l *link) {
 	for {
 		n, err := l.client.Read(buf)
 		if n > 0 {
+			p.mu.Lock()
+			p.stats.Requests++
+			p.mu.Unlock()
 			if !l.delay(p.currentLatency()) {
 				return
 			}
