@@ -91,8 +91,9 @@ func (r *rig) executor(p *pod) *shedlock.Executor {
 	return ex
 }
 
-// holder returns who holds name now by the database clock ("" if nobody) and
-// the lock's remaining time.
+// holder returns which provider holds name now by the database clock ("" if
+// nobody), as its LockedBy (locked_by less the acquisition's number), and the
+// lock's remaining time.
 func (r *rig) holder(name string) (owner string, left time.Duration) {
 	r.t.Helper()
 	var ms int64
@@ -107,6 +108,9 @@ func (r *rig) holder(name string) (owner string, left time.Duration) {
 	}
 	if ms <= 0 {
 		return "", time.Duration(ms) * time.Millisecond
+	}
+	if i := strings.LastIndexByte(owner, '.'); i >= 0 {
+		owner = owner[:i]
 	}
 	return owner, time.Duration(ms) * time.Millisecond
 }
