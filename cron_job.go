@@ -2,10 +2,12 @@ package shedlock
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
+	"time"
 
 	"github.com/robfig/cron/v3"
-	"time"
 )
 
 // ContextJob is a cron.Job that can take a context. A job wrapped by WithLock
@@ -19,8 +21,14 @@ type ContextJob interface {
 // JobFunc adapts a function to ContextJob.
 type JobFunc func(ctx context.Context) error
 
-// Run runs f with a background context, for cron.
-func (f JobFunc) Run() { _ = f(context.Background()) }
+// Run runs f with a background context, for a cron scheduler that calls it
+// without WithLock. cron.Job has no error to return, so an error from f is logged
+// with slog.Default() at error level.
+func (f JobFunc) Run() {
+	if err := f(context.Background()); err != nil {
+		slog.Error("shedlock: job failed", "error", err)
+	}
+}
 
 // RunContext runs f.
 func (f JobFunc) RunContext(ctx context.Context) error { return f(ctx) }
@@ -28,27 +36,42 @@ func (f JobFunc) RunContext(ctx context.Context) error { return f(ctx) }
 // WithLock wraps one robfig/cron job: c.AddJob(spec, ex.WithLock("name", most, least)(job)).
 // Bind it per job: a global cron.WithChain would give every job the same lock name.
 //
-// Like http.ServeMux.Handle, it panics on a programming error: an invalid config,
-// a name already registered on this executor, or a wrapper applied to a second
-// job. Wrap returns these as errors instead.
+// Like http.ServeMux.Handle, it panics on a programming error: an executor made
+// with an invalid option or a nil provider, an invalid config or one the provider
+// would refuse on every run, a name already registered on this executor (names
+// differing only by case or trailing spaces are one name), a nil job, or a
+// wrapper applied to a second job. Wrap returns these as errors instead.
+//
+// After Stop it does not panic, since shutdown may race with registration: it
+// logs a warning and the wrapped job never runs.
 func (e *Executor) WithLock(name string, lockAtMostFor, lockAtLeastFor time.Duration) cron.JobWrapper {
 	cfg := LockConfig{Name: name, LockAtMostFor: lockAtMostFor, LockAtLeastFor: lockAtLeastFor}
 	if err := e.register(cfg); err != nil {
-		panic(err)
+		if !errors.Is(err, ErrStopped) {
+			panic(err)
+		}
+		e.log.Warn("shedlock: WithLock after Stop; the job will not run", "lock", name)
 	}
 	used := false
 	return func(j cron.Job) cron.Job {
+		if j == nil {
+			panic(fmt.Errorf("%w: lock %q: WithLock applied to a nil job", ErrInvalidJob, name))
+		}
 		if used {
-			panic(fmt.Errorf("%w: %q: one WithLock wrapper per job", ErrDuplicateName, name))
+			panic(fmt.Errorf("shedlock: lock %q: a WithLock wrapper applied to a second job; call WithLock once per job", name))
 		}
 		used = true
 		return e.lockedJob(cfg, j)
 	}
 }
 
-// Wrap returns job wrapped to run under cfg's lock, or an error when cfg is
-// invalid or its name is already registered on this executor.
+// Wrap returns job wrapped to run under cfg's lock. It returns the errors
+// FixedDelay does: ErrInvalidOption for an executor made with a bad option,
+// ErrInvalidConfig, ErrInvalidJob for a nil job, ErrDuplicateName and ErrStopped.
 func (e *Executor) Wrap(cfg LockConfig, job cron.Job) (cron.Job, error) {
+	if job == nil {
+		return nil, fmt.Errorf("%w: lock %q: Wrap: nil job", ErrInvalidJob, cfg.Name)
+	}
 	if err := e.register(cfg); err != nil {
 		return nil, err
 	}
@@ -56,7 +79,7 @@ func (e *Executor) Wrap(cfg LockConfig, job cron.Job) (cron.Job, error) {
 }
 
 func (e *Executor) register(cfg LockConfig) error {
-	if err := cfg.Validate(); err != nil {
+	if err := e.checkJob(cfg); err != nil {
 		return err
 	}
 	e.mu.Lock()

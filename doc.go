@@ -41,6 +41,29 @@
 //   - The task runs too long: its context ends shortly before LockAtMostFor runs
 //     out, with ErrLockExpired as the cause; this process never starts a second run
 //     of the same name while the first is still going.
+//   - The task calls runtime.Goexit: its goroutine still ends, but only after the
+//     lock is released; the Goexit is logged at error level. A fixed-delay loop
+//     runs each task in a goroutine of its own, so the loop goes on.
 //   - The service stops: Executor.Stop cancels running tasks, waits for them and
 //     releases their locks, so the next instance need not wait for LockAtMostFor.
+//
+// # Job names
+//
+// One executor runs one job per lock name; a second registration is
+// ErrDuplicateName. Names differing only by case or trailing spaces count as one
+// name ("job", "JOB" and "job " are one row under MySQL's default collations), so
+// they are refused too. A config the provider would refuse on every run (see
+// ConfigChecker) is refused at registration.
+//
+// # Shutdown
+//
+// Stop the executor before waiting for a cron scheduler's running jobs:
+//
+//	err := ex.Stop(ctx)  // cancels running jobs, waits for them, releases their locks
+//	<-c.Stop().Done()    // no more ticks; the jobs have already ended
+//
+// The other way round, cron waits for jobs that nothing has cancelled, possibly
+// until the platform kills the process, and their locks stay held until
+// LockAtMostFor. Give ctx a deadline inside the time the platform allows for
+// shutdown (a Kubernetes pod's terminationGracePeriodSeconds).
 package shedlock

@@ -44,6 +44,47 @@ func ExampleExecutor_WithLock() {
 	// Output: <nil>
 }
 
+// Shutdown with cron, in the one order that works: Stop the executor first (it
+// cancels the running jobs and releases their locks), then wait for cron's
+// running jobs, which by then have ended. The other way round, cron waits for a
+// job that nothing has told to stop.
+func ExampleExecutor_Stop() {
+	store := shedlocktest.NewMemoryStore() // in a service: shedlock.NewMySQLProvider(db)
+	ex := shedlock.NewExecutor(store.Provider("pod-a"))
+	c := cron.New()
+	running := make(chan struct{})
+	_, err := c.AddJob("@every 1s", ex.WithLock("monthlyReport", 10*time.Minute, 0)(
+		shedlock.JobFunc(func(ctx context.Context) error {
+			close(running)
+			<-ctx.Done() // a long job that stops when its context ends
+			fmt.Println("job stopped:", context.Cause(ctx))
+			return ctx.Err()
+		})))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	c.Start()
+	<-running // in a service: <-ctx.Done() of signal.NotifyContext(ctx, syscall.SIGTERM)
+
+	// Keep the whole shutdown within the pod's termination grace period.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	fmt.Println("executor stopped:", ex.Stop(ctx)) // 1. cancel running jobs, release their locks
+	<-c.Stop().Done()                              // 2. no more ticks; running jobs have ended
+
+	lock, err := store.Provider("pod-b").TryLock(context.Background(),
+		shedlock.LockConfig{Name: "monthlyReport", LockAtMostFor: time.Minute})
+	fmt.Println("another pod can take the lock at once:", err == nil)
+	if err == nil {
+		_ = lock.Unlock(context.Background())
+	}
+	// Output:
+	// job stopped: shedlock: executor stopped
+	// executor stopped: <nil>
+	// another pod can take the lock at once: true
+}
+
 // The article's outbox poller: run, wait 5 s after it finishes, run again.
 func ExampleExecutor_FixedDelay() {
 	ex := shedlock.NewExecutor(shedlocktest.NewMemoryStore().Provider("pod-a"))

@@ -16,14 +16,27 @@ type fixedDelayLoop struct {
 // FixedDelay registers a task to run under cfg's lock in a loop: run, wait delay
 // after it finishes (or after the lock was found taken), run again. This is
 // Spring's fixedDelay, which robfig/cron lacks. Loops start with Start, or at once
-// if the executor has started; they end with Stop. A second job under the same
-// lock name on this executor is ErrDuplicateName.
+// if the executor has started; they end with Stop. If Start is never called the
+// task never runs, and Stop says so with ErrNotStarted.
+//
+// It returns ErrInvalidConfig for a config that fails Validate or that the
+// provider would refuse on every run (see ConfigChecker), ErrInvalidJob for a nil
+// task or a delay that is not > 0, ErrDuplicateName for a name already registered
+// on this executor (names differing only by case or trailing spaces are one
+// name), and ErrStopped after Stop.
+//
+// Each run has a goroutine of its own, as each cron run does: a task that calls
+// runtime.Goexit ends that run (its lock is released and the Goexit logged), and
+// the loop goes on.
 func (e *Executor) FixedDelay(cfg LockConfig, delay time.Duration, task func(ctx context.Context) error) error {
-	if err := cfg.Validate(); err != nil {
+	if err := e.checkJob(cfg); err != nil {
 		return err
 	}
-	if delay <= 0 || task == nil {
-		return fmt.Errorf("%w: lock %q: FixedDelay needs a delay > 0 (got %v) and a task", ErrInvalidOption, cfg.Name, delay)
+	if task == nil {
+		return fmt.Errorf("%w: lock %q: FixedDelay: nil task", ErrInvalidJob, cfg.Name)
+	}
+	if delay <= 0 {
+		return fmt.Errorf("%w: lock %q: FixedDelay needs a delay > 0, got %v", ErrInvalidJob, cfg.Name, delay)
 	}
 	l := &fixedDelayLoop{cfg: cfg, delay: delay, task: task}
 	e.mu.Lock()
@@ -52,23 +65,34 @@ func (e *Executor) Start() {
 	}
 }
 
-func (e *Executor) registerLocked(name string) error {
-	if e.names[name] {
-		return fmt.Errorf("%w: %q", ErrDuplicateName, name)
+// checkJob reports why a job under cfg cannot be registered: a bad executor or
+// a config the provider would refuse.
+func (e *Executor) checkJob(cfg LockConfig) error {
+	if e.err != nil {
+		return e.err
 	}
-	e.names[name] = true
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if c, ok := e.provider.(ConfigChecker); ok {
+		if err := c.CheckConfig(cfg); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
+// startLocked starts l's loop. e.mu must be held, and the executor not stopped.
 func (e *Executor) startLocked(l *fixedDelayLoop) {
-	if e.stopped {
-		return
-	}
-	e.inflight.Add(1)
+	e.live++
 	go func() {
-		defer e.inflight.Done()
+		defer func() {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			e.endLiveLocked()
+		}()
 		for {
-			_, _ = e.Run(e.base, l.cfg, l.task) // Run logs what fails
+			e.runOnce(l)
 			t := time.NewTimer(l.delay)
 			select {
 			case <-e.base.Done():
@@ -78,4 +102,15 @@ func (e *Executor) startLocked(l *fixedDelayLoop) {
 			}
 		}
 	}()
+}
+
+// runOnce runs l's task once, in a goroutine of its own so that a runtime.Goexit
+// in the task ends only that run.
+func (e *Executor) runOnce(l *fixedDelayLoop) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = e.Run(e.base, l.cfg, l.task) // Run logs what fails
+	}()
+	<-done
 }

@@ -3,6 +3,8 @@ package integration_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -69,7 +71,11 @@ func TestWithLockPanicsOnDuplicateName(t *testing.T) {
 	ex := shedlock.NewExecutor(shedlocktest.NewMemoryStore().Provider("a"))
 	wrap := ex.WithLock("job", time.Minute, 0)
 	wrap(cron.FuncJob(func() {}))
-	mustPanic(t, "wrapper applied to a second job", func() { wrap(cron.FuncJob(func() {})) })
+	reused := mustPanic(t, "wrapper applied to a second job", func() { wrap(cron.FuncJob(func() {})) })
+	if err, _ := reused.(error); errors.Is(err, shedlock.ErrDuplicateName) || !strings.Contains(fmt.Sprint(reused), "once per job") {
+		t.Errorf("a reused wrapper is not a duplicate name; want a message saying to call WithLock once per job, got %v", reused)
+	}
+	mustPanic(t, "wrapper applied to a nil job", func() { ex.WithLock("nil-job", time.Minute, 0)(nil) })
 	mustPanic(t, "second WithLock under one name", func() { ex.WithLock("job", time.Minute, 0) })
 	mustPanic(t, "invalid config", func() { ex.WithLock("other", 0, 0) })
 	if _, err := ex.Wrap(shedlock.LockConfig{Name: "job", LockAtMostFor: time.Minute}, cron.FuncJob(func() {})); !errors.Is(err, shedlock.ErrDuplicateName) {
@@ -77,14 +83,16 @@ func TestWithLockPanicsOnDuplicateName(t *testing.T) {
 	}
 }
 
-func mustPanic(t *testing.T, what string, fn func()) {
+// mustPanic runs fn and returns what it panicked with.
+func mustPanic(t *testing.T, what string, fn func()) (value any) {
 	t.Helper()
 	defer func() {
-		if r := recover(); r == nil {
+		if value = recover(); value == nil {
 			t.Errorf("%s: want a panic", what)
 		}
 	}()
 	fn()
+	return nil
 }
 
 // A ContextJob gets the task context; the lock is released when it returns.

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/robfig/cron/v3"
+
 	"github.com/shedlock-go/shedlock"
 	"github.com/shedlock-go/shedlock/shedlocktest"
 )
@@ -63,6 +65,9 @@ func TestStopCancelsWaitsAndReleases(t *testing.T) {
 		err := ex.FixedDelay(job, time.Hour, func(ctx context.Context) error {
 			close(started)
 			<-ctx.Done()
+			if cause := context.Cause(ctx); !errors.Is(cause, shedlock.ErrStopped) {
+				t.Errorf("task context ended by Stop: cause %v, want ErrStopped", cause)
+			}
 			close(returned)
 			return ctx.Err()
 		})
@@ -121,12 +126,20 @@ func TestFixedDelayRejectsDuplicatesAndBadInput(t *testing.T) {
 	if err := ex.FixedDelay(job, time.Second, noop); !errors.Is(err, shedlock.ErrDuplicateName) {
 		t.Errorf("second job under %q: want ErrDuplicateName, got %v", job.Name, err)
 	}
-	if _, err := ex.Wrap(job, nil); !errors.Is(err, shedlock.ErrDuplicateName) {
+	if _, err := ex.Wrap(job, cron.FuncJob(func() {})); !errors.Is(err, shedlock.ErrDuplicateName) {
 		t.Errorf("cron job under a fixed-delay job's name: want ErrDuplicateName, got %v", err)
 	}
 	other := shedlock.LockConfig{Name: "other", LockAtMostFor: time.Second}
-	if err := ex.FixedDelay(other, 0, noop); !errors.Is(err, shedlock.ErrInvalidOption) {
-		t.Errorf("zero delay: %v", err)
+	for _, delay := range []time.Duration{0, -time.Second} {
+		if err := ex.FixedDelay(other, delay, noop); !errors.Is(err, shedlock.ErrInvalidJob) || errors.Is(err, shedlock.ErrInvalidOption) {
+			t.Errorf("delay %v: want ErrInvalidJob, got %v", delay, err)
+		}
+	}
+	if err := ex.FixedDelay(other, time.Second, nil); !errors.Is(err, shedlock.ErrInvalidJob) {
+		t.Errorf("nil task: want ErrInvalidJob, got %v", err)
+	}
+	if _, err := ex.Wrap(other, nil); !errors.Is(err, shedlock.ErrInvalidJob) {
+		t.Errorf("nil cron job: want ErrInvalidJob, got %v", err)
 	}
 	if err := ex.FixedDelay(shedlock.LockConfig{Name: "x"}, time.Second, noop); !errors.Is(err, shedlock.ErrInvalidConfig) {
 		t.Errorf("invalid config: %v", err)
@@ -144,6 +157,9 @@ func TestStopCancelsRunWithCallerContext(t *testing.T) {
 		_, err := ex.Run(context.Background(), job, func(ctx context.Context) error {
 			close(started)
 			<-ctx.Done()
+			if cause := context.Cause(ctx); !errors.Is(cause, shedlock.ErrStopped) {
+				t.Errorf("task context ended by Stop: cause %v, want ErrStopped", cause)
+			}
 			return ctx.Err()
 		})
 		result <- err

@@ -205,8 +205,8 @@ func TestRunInvalidInput(t *testing.T) {
 	if _, err := ex.Run(context.Background(), shedlock.LockConfig{Name: "x"}, func(context.Context) error { return nil }); !errors.Is(err, shedlock.ErrInvalidConfig) {
 		t.Errorf("zero LockAtMostFor: %v", err)
 	}
-	if _, err := ex.Run(context.Background(), job, nil); !errors.Is(err, shedlock.ErrInvalidOption) {
-		t.Errorf("nil task: %v", err)
+	if _, err := ex.Run(context.Background(), job, nil); !errors.Is(err, shedlock.ErrInvalidJob) || errors.Is(err, shedlock.ErrInvalidOption) {
+		t.Errorf("nil task: want ErrInvalidJob, got %v", err)
 	}
 	if _, err := shedlock.NewExecutor(nil).Run(context.Background(), job, func(context.Context) error { return nil }); !errors.Is(err, shedlock.ErrInvalidOption) {
 		t.Errorf("nil provider: %v", err)
