@@ -18,7 +18,10 @@ func sqlProviderSetup(ctor string, db *sql.DB, q byte, opts []ProviderOption) (p
 		return providerOptions{}, "", fmt.Errorf("%w: %s: nil *sql.DB", ErrInvalidOption, ctor)
 	}
 	o := defaultProviderOptions()
-	for _, opt := range opts {
+	for i, opt := range opts {
+		if opt == nil {
+			return providerOptions{}, "", fmt.Errorf("%w: %s: option %d is nil", ErrInvalidOption, ctor, i)
+		}
 		opt(&o)
 	}
 	if err := o.validate(); err != nil {

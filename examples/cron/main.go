@@ -62,10 +62,13 @@ func run(dsn string, log *slog.Logger) error {
 	log.Info("running; Ctrl-C stops", "pod", provider.LockedBy())
 	<-ctx.Done()
 
-	<-c.Stop().Done() // no new ticks; started jobs finish
-	shutdown, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	// Stop the executor first: it cancels running jobs and releases their locks.
+	// Waiting for cron first would wait for jobs that nothing told to stop.
+	shutdown, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	return ex.Stop(shutdown) // cancels what still runs and releases its lock
+	err = ex.Stop(shutdown)
+	<-c.Stop().Done() // no more ticks; the jobs have already ended
+	return err
 }
 
 func envOr(key, def string) string {
