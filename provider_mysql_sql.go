@@ -25,6 +25,25 @@ const (
 	mysqlOwned          = "SELECT COUNT(*) FROM {t} WHERE name = ? AND locked_by = ?"
 	mysqlOwnedUnexpired = "SELECT COUNT(*) FROM {t} WHERE name = ? AND locked_by = ? AND lock_until > UTC_TIMESTAMP(3)"
 
+	// Administration (see Admin). Times are microseconds since 1970 in UTC
+	// (the session is pinned to UTC), so that any driver reads them the same
+	// way; held and left are the database's view, against its own clock. A name
+	// is matched exactly, not by the name column's collation: an operator acts
+	// on the row listed, not on another that compares equal.
+	mysqlLocks = "SELECT name, locked_by, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', locked_at), " +
+		"TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', lock_until), lock_until > UTC_TIMESTAMP(3), " +
+		"GREATEST(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(3), lock_until), 0) FROM {t}"
+	mysqlAllLocks  = mysqlLocks + " ORDER BY name"
+	mysqlOneLock   = mysqlLocks + " WHERE name = ? AND " + mysqlExactName
+	mysqlExactName = "CAST(CONVERT(name USING utf8mb4) AS BINARY) = CAST(? AS BINARY)"
+	// Frees the row if it still holds the acquisition read: the holder's
+	// locked_by is replaced, so that its Unlock and Extend find the lock lost.
+	mysqlForceUnlock = "UPDATE {t} SET lock_until = UTC_TIMESTAMP(3), locked_by = ? WHERE name = ? AND " +
+		mysqlExactName + " AND locked_by = ? AND TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', locked_at) = ?"
+	// The health probe: needs the table, its columns and the right to write
+	// them, and changes nothing.
+	mysqlProbe = "UPDATE {t} SET lock_until = lock_until, locked_at = locked_at, locked_by = locked_by WHERE 1 = 0"
+
 	// First use: the session's settings, then the table's columns.
 	mysqlSession = "SELECT VERSION(), @@session.autocommit"
 	mysqlColumns = "SELECT LOWER(COLUMN_NAME), LOWER(DATA_TYPE), COALESCE(CHARACTER_MAXIMUM_LENGTH, 0), " +

@@ -24,6 +24,7 @@ type mysqlPrepared struct {
 	owned, ownedUnexpired string
 	nameCheck             string // see mysqlTable.nameCheck
 	nameCol               mysqlColumn
+	sqlOf                 func(stmt string) string // the table named, the zone pinned: for the admin statements
 }
 
 func (s *mysqlStore) prepared(ctx context.Context) (*mysqlPrepared, error) {
@@ -60,7 +61,7 @@ func (s *mysqlStore) prepare(ctx context.Context) (*mysqlPrepared, error) {
 		return nil, err
 	}
 	return &mysqlPrepared{stmts: stmts, owned: sqlOf(mysqlOwned), ownedUnexpired: sqlOf(mysqlOwnedUnexpired),
-		nameCheck: tbl.nameCheck(), nameCol: tbl.name}, nil
+		nameCheck: tbl.nameCheck(), nameCol: tbl.name, sqlOf: sqlOf}, nil
 }
 
 func (s *mysqlStore) exec(ctx context.Context, which int, args ...any) (bool, error) {

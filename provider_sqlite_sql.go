@@ -22,6 +22,24 @@ const (
 	sqliteExtend = "UPDATE {t} SET lock_until = strftime('%Y-%m-%d %H:%M:%f', julianday('now') + ? / 86400000.0) " +
 		"WHERE name = ? AND locked_by = ? AND lock_until > strftime('%Y-%m-%d %H:%M:%f', 'now')"
 
+	// Administration (see Admin). Times are milliseconds since 1970; held and
+	// left are SQLite's view, against its clock. locked_at is also read as
+	// stored, for the force unlock to compare.
+	sqliteLocks = "SELECT name, locked_by, locked_at, " +
+		"CAST(round((julianday(locked_at) - 2440587.5) * 86400000.0) AS INTEGER), " +
+		"CAST(round((julianday(lock_until) - 2440587.5) * 86400000.0) AS INTEGER), " +
+		"lock_until > strftime('%Y-%m-%d %H:%M:%f', 'now'), " +
+		"max(CAST(round((julianday(lock_until) - julianday('now')) * 86400000.0) AS INTEGER), 0) FROM {t}"
+	sqliteAllLocks = sqliteLocks + " ORDER BY name"
+	sqliteOneLock  = sqliteLocks + " WHERE name = ?"
+	// Frees the row if it still holds the acquisition read: the holder's
+	// locked_by is replaced, so that its Unlock and Extend find the lock lost.
+	sqliteForceUnlock = "UPDATE {t} SET lock_until = strftime('%Y-%m-%d %H:%M:%f', 'now'), locked_by = ? " +
+		"WHERE name = ? AND locked_by = ? AND locked_at = ?"
+	// The health probe: needs the table, its columns and a writable database,
+	// and changes nothing.
+	sqliteProbe = "UPDATE {t} SET lock_until = lock_until, locked_at = locked_at, locked_by = locked_by WHERE 0"
+
 	// First use: the columns of the table, and the pool's settings.
 	sqliteColumns  = "SELECT name FROM pragma_table_info(?)"
 	sqliteSettings = "SELECT b.timeout, j.journal_mode FROM pragma_busy_timeout AS b, pragma_journal_mode AS j"
