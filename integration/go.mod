@@ -5,11 +5,13 @@ go 1.26.0
 require github.com/shedlock-go/shedlock v0.0.0
 
 require (
+	github.com/go-co-op/gocron/v2 v2.21.2
 	github.com/go-sql-driver/mysql v1.10.1
 	github.com/golang-migrate/migrate/v4 v4.20.1
 	github.com/pressly/goose/v3 v3.29.0
 	github.com/robfig/cron/v3 v3.0.1
 	github.com/shedlock-go/shedlock/internal/testkit v0.0.0
+	github.com/shedlock-go/shedlock/shedlockgocron v0.0.0
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
 	modernc.org/sqlite v1.62.0
@@ -37,6 +39,7 @@ require (
 	github.com/go-logr/stdr v1.2.2 // indirect
 	github.com/go-ole/go-ole v1.3.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
+	github.com/jonboulle/clockwork v0.5.0 // indirect
 	github.com/klauspost/compress v1.20.1 // indirect
 	github.com/lufia/plan9stats v0.0.0-20260330125221-c963978e514e // indirect
 	github.com/magiconair/properties v1.18.12 // indirect
@@ -83,3 +86,5 @@ require (
 replace github.com/shedlock-go/shedlock v0.0.0 => ..
 
 replace github.com/shedlock-go/shedlock/internal/testkit v0.0.0 => ../internal/testkit
+
+replace github.com/shedlock-go/shedlock/shedlockgocron v0.0.0 => ../shedlockgocron

@@ -1,0 +1,150 @@
+// Package shedlockgocron lets gocron v2 schedulers on several instances run each
+// job on one of them at a time, with the locks of any shedlock.LockProvider.
+//
+// A Locker is a gocron.Locker. Give it to every instance's scheduler, or to
+// single jobs:
+//
+//	locker, err := shedlockgocron.NewLocker(provider, 10*time.Minute, 30*time.Second)
+//	s, err := gocron.NewScheduler(gocron.WithDistributedLocker(locker))
+//	// or, per job: gocron.WithDistributedJobLocker(locker)
+//
+// The lock's name is the job's name: set it with gocron.WithName. Without it,
+// gocron names a job after its function, so two jobs of one function share a
+// lock, and a long package path may pass the 64 characters a name can have.
+//
+// # Why LockAtLeastFor
+//
+// gocron releases the lock as soon as the job returns. Instances whose schedules
+// are offset (pods started at different moments, an @every interval, clocks that
+// differ) then each find the lock free in turn, and a fast job runs once per
+// instance per tick (gocron issue 841). The lock is kept until LockAtLeastFor
+// after it was taken: set it longer than the spread of the instances' schedules
+// and shorter than the job's interval, and each tick runs once.
+//
+// # Limits
+//
+// gocron does not let a locker end the job it guards: a run that outlives
+// LockAtMostFor can run beside the next instance's. Set LockAtMostFor above the
+// longest run, or run the work through shedlock.Executor, whose task context ends
+// with the lock.
+package shedlockgocron
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/go-co-op/gocron/v2"
+
+	"github.com/shedlock-go/shedlock"
+)
+
+// Locker is a gocron.Locker that takes shedlock locks. It is safe for
+// concurrent use by several schedulers.
+type Locker struct {
+	provider shedlock.LockProvider
+	defaults durations
+	jobs     map[string]durations
+	timeout  time.Duration
+	log      *slog.Logger
+}
+
+var _ gocron.Locker = (*Locker)(nil)
+
+type durations struct{ mostFor, leastFor time.Duration }
+
+// NewLocker returns a Locker on p that holds each job's lock at most
+// lockAtMostFor (a crashed instance keeps it that long) and at least
+// lockAtLeastFor; WithJob sets other durations for one job. Bad durations, or
+// durations the provider refuses (see shedlock.ConfigChecker), are an error
+// wrapping shedlock.ErrInvalidConfig; bad options wrap shedlock.ErrInvalidOption.
+func NewLocker(p shedlock.LockProvider, lockAtMostFor, lockAtLeastFor time.Duration, opts ...Option) (*Locker, error) {
+	if p == nil {
+		return nil, fmt.Errorf("%w: shedlockgocron.NewLocker: nil provider", shedlock.ErrInvalidOption)
+	}
+	l := &Locker{
+		provider: p,
+		defaults: durations{lockAtMostFor, lockAtLeastFor},
+		jobs:     map[string]durations{},
+		timeout:  10 * time.Second,
+		log:      slog.Default(),
+	}
+	for i, opt := range opts {
+		if opt == nil {
+			return nil, fmt.Errorf("%w: shedlockgocron.NewLocker: option %d is nil", shedlock.ErrInvalidOption, i)
+		}
+		if err := opt(l); err != nil {
+			return nil, err
+		}
+	}
+	// The defaults are checked under a stand-in name: their durations are what matter.
+	if err := l.check(shedlock.LockConfig{Name: "defaults", LockAtMostFor: lockAtMostFor, LockAtLeastFor: lockAtLeastFor}); err != nil {
+		return nil, err
+	}
+	for name, d := range l.jobs {
+		if err := l.check(shedlock.LockConfig{Name: name, LockAtMostFor: d.mostFor, LockAtLeastFor: d.leastFor}); err != nil {
+			return nil, err
+		}
+	}
+	return l, nil
+}
+
+func (l *Locker) check(cfg shedlock.LockConfig) error {
+	if c, ok := l.provider.(shedlock.ConfigChecker); ok {
+		return c.CheckConfig(cfg)
+	}
+	return cfg.Validate()
+}
+
+// config is the lock for the job named key.
+func (l *Locker) config(key string) shedlock.LockConfig {
+	d, ok := l.jobs[key]
+	if !ok {
+		d = l.defaults
+	}
+	return shedlock.LockConfig{Name: key, LockAtMostFor: d.mostFor, LockAtLeastFor: d.leastFor}
+}
+
+// Lock takes the lock of the job named key, for gocron. An error tells gocron to
+// skip this run: shedlock.ErrNotAcquired when another instance holds it (logged
+// at debug level), any other error when the store failed or the name is not a
+// valid lock name (logged at error level, since gocron drops it unless the job
+// has an AfterLockError listener).
+func (l *Locker) Lock(ctx context.Context, key string) (gocron.Lock, error) {
+	cfg := l.config(key)
+	lock, err := l.provider.TryLock(ctx, cfg)
+	switch {
+	case errors.Is(err, shedlock.ErrNotAcquired):
+		l.log.DebugContext(ctx, "shedlock: job skipped: its lock is held", "lock", key)
+		return nil, err
+	case err != nil:
+		l.log.ErrorContext(ctx, "shedlock: job skipped: lock failed", "lock", key, "error", err)
+		return nil, err
+	}
+	return &jobLock{lock: lock, name: key, timeout: l.timeout, log: l.log}, nil
+}
+
+// jobLock is one run's lock, released by gocron when the job returns.
+type jobLock struct {
+	lock    shedlock.Lock
+	name    string
+	timeout time.Duration
+	log     *slog.Logger
+}
+
+// Unlock releases the lock, which stays held until LockAtLeastFor after it was
+// taken. gocron passes the job's context, which is cancelled when the job is
+// removed or the scheduler shuts down: the release runs with a context of its
+// own, bounded by WithUnlockTimeout, so that the lock is not left held until
+// LockAtMostFor. A failed release is also logged, since gocron drops the error.
+func (j *jobLock) Unlock(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), j.timeout)
+	defer cancel()
+	err := j.lock.Unlock(ctx)
+	if err != nil {
+		j.log.ErrorContext(ctx, "shedlock: job's lock not released", "lock", j.name, "error", err)
+	}
+	return err
+}

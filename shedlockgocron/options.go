@@ -1,0 +1,47 @@
+package shedlockgocron
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/shedlock-go/shedlock"
+)
+
+// Option configures a Locker.
+type Option func(*Locker) error
+
+// WithJob sets the durations of the lock of the job named name (its
+// gocron.WithName), in place of NewLocker's.
+func WithJob(name string, lockAtMostFor, lockAtLeastFor time.Duration) Option {
+	return func(l *Locker) error {
+		if _, dup := l.jobs[name]; dup {
+			return fmt.Errorf("%w: WithJob(%q) given twice", shedlock.ErrInvalidOption, name)
+		}
+		l.jobs[name] = durations{lockAtMostFor, lockAtLeastFor}
+		return nil
+	}
+}
+
+// WithUnlockTimeout bounds each release (default 10s).
+func WithUnlockTimeout(d time.Duration) Option {
+	return func(l *Locker) error {
+		if d <= 0 {
+			return fmt.Errorf("%w: WithUnlockTimeout(%v): must be > 0", shedlock.ErrInvalidOption, d)
+		}
+		l.timeout = d
+		return nil
+	}
+}
+
+// WithLogger sets where the Locker logs skipped runs (debug), store failures and
+// failed releases (error). Default: slog.Default().
+func WithLogger(log *slog.Logger) Option {
+	return func(l *Locker) error {
+		if log == nil {
+			return fmt.Errorf("%w: WithLogger: nil logger", shedlock.ErrInvalidOption)
+		}
+		l.log = log
+		return nil
+	}
+}
