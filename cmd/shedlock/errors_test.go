@@ -1,0 +1,99 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/shedlock-go/shedlock/internal/testkit/testdb"
+)
+
+// Bad input is one line on stderr, naming the problem, and a non-zero status:
+// 2 for the command line, 1 for the store, the table or the lock.
+func TestBadInput(t *testing.T) {
+	t.Parallel()
+	mysqlDSN := testdb.MySQLDSN(t)
+	tbl := sqliteTable(t)
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		msg  string
+	}{
+		{"no command", []string{}, 2, "shedlock: no command: want list, unlock, migrate or watch"},
+		{"unknown command", []string{"lsit"}, 2, `shedlock: unknown command "lsit"`},
+		{"unknown flag", tbl.args("list", "-verbose"), 2, "shedlock list: flag provided but not defined: -verbose"},
+		{"unknown flag first", []string{"-verbose", "list"}, 2, "shedlock: flag provided but not defined: -verbose"},
+		{"bad duration", tbl.args("watch", "-interval", "soon"), 2, `shedlock watch: invalid value "soon" for flag -interval`},
+		{"zero interval", tbl.args("watch", "-interval", "0s"), 2, "shedlock watch: -interval 0s: must be > 0"},
+		{"no DSN", []string{"list", "-store", "sqlite"}, 2, "shedlock list: no DSN: give -dsn or set SHEDLOCK_DSN"},
+		{"unknown store", []string{"list", "-store", "oracle", "-dsn", "x"}, 2, `shedlock list: -store "oracle": want mysql, postgres or sqlite`},
+		{"bad table name", tbl.args("list", "-table", "locks; DROP TABLE x"), 2, "is not a plain identifier"},
+		{"unlock without name", tbl.args("unlock"), 2, "shedlock unlock: unlock takes one lock name, got 0 arguments"},
+		{"unlock two names", tbl.args("unlock", "a", "b"), 2, "got 2 arguments"},
+		{"list with argument", tbl.args("list", "x"), 2, `shedlock list: list takes no arguments, got ["x"]`},
+		{"unreachable mysql", []string{"list", "-dsn", "root@tcp(127.0.0.1:1)/test"}, 1, "connection refused"},
+		{"bad mysql DSN", []string{"list", "-dsn", "not a dsn"}, 1, "shedlock list: -dsn: invalid DSN"},
+		{"missing mysql table", []string{"list", "-dsn", mysqlDSN, "-table", "no_such_table"}, 1,
+			"shedlock list: store cannot keep locks safely: table no_such_table does not exist"},
+		{"missing sqlite file", []string{"list", "-store", "sqlite", "-dsn", filepath.Join(t.TempDir(), "none.db")}, 1,
+			"no such file or directory"},
+		{"missing sqlite table", tbl.args("unlock", "-table", "other", "job"), 1, "table other does not exist"},
+		{"unknown lock", tbl.args("unlock", "-force", "nope"), 1, `shedlock unlock: no such lock: "nope"`},
+		{"short timeout", []string{"list", "-dsn", mysqlDSN, "-timeout", "1ns"}, 1, "deadline exceeded"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := runCLI(t, "", tc.args...)
+			assert.Equal(t, tc.code, r.code, "exit status; stderr %q", r.stderr)
+			assert.Empty(t, r.stdout)
+			require.Equal(t, 1, strings.Count(r.stderr, "\n"), "one line: %q", r.stderr)
+			assert.True(t, strings.HasSuffix(r.stderr, "\n"))
+			assert.Contains(t, r.stderr, tc.msg)
+			assert.True(t, strings.HasPrefix(r.stderr, "shedlock"), r.stderr)
+			if tc.code == 2 {
+				assert.Contains(t, r.stderr, "(shedlock -h shows the usage)")
+			}
+		})
+	}
+}
+
+// -h prints the usage on stdout and exits 0, before or after a command.
+func TestHelp(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"-h"}, {"help"}, {"list", "-h"}, {"-help"}} {
+		r := runCLI(t, "", args...)
+		assert.Equal(t, 0, r.code, "%v", args)
+		assert.True(t, strings.HasPrefix(r.stdout, "Usage: shedlock"), "%v: %q", args, r.stdout)
+		assert.Empty(t, r.stderr)
+	}
+}
+
+// The store, DSN and table come from the environment when no flag gives them;
+// a flag wins over the environment.
+func TestEnvironment(t *testing.T) {
+	tbl := sqliteTable(t)
+	t.Setenv("SHEDLOCK_STORE", "sqlite")
+	t.Setenv("SHEDLOCK_DSN", tbl.flags[3])
+	t.Setenv("SHEDLOCK_TABLE", "shedlock")
+	r := runCLI(t, "", "list")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, "no locks in table shedlock\n", r.stdout)
+
+	t.Setenv("SHEDLOCK_TABLE", "other")
+	r = runCLI(t, "", "list")
+	assert.Equal(t, 1, r.code)
+	assert.Contains(t, r.stderr, "table other does not exist")
+	r = runCLI(t, "", "list", "-table", "shedlock")
+	assert.Equal(t, 0, r.code, r.stderr)
+}
+
+// -store postgres is accepted, and says plainly that it is not built.
+func TestPostgresNotBuilt(t *testing.T) {
+	t.Parallel()
+	r := runCLI(t, "", "list", "-store", "postgres", "-dsn", "postgres://localhost/test")
+	assert.Equal(t, 1, r.code)
+	assert.Equal(t, "shedlock list: -store postgres: not built yet: this version of shedlock has no PostgreSQL provider\n", r.stderr)
+}

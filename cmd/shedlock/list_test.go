@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/shedlock-go/shedlock"
+)
+
+var columns = regexp.MustCompile(`\s{2,}`)
+
+// parseTable splits list's table into rows of cells, by column name.
+func parseTable(t *testing.T, out string) []map[string]string {
+	t.Helper()
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	header := columns.Split(strings.TrimSpace(lines[0]), -1)
+	require.Equal(t, []string{"NAME", "HELD", "TIME LEFT", "LOCK UNTIL (UTC)", "LOCKED AT (UTC)", "LOCKED BY"}, header)
+	var rows []map[string]string
+	for _, line := range lines[1:] {
+		cells := columns.Split(strings.TrimSpace(line), -1)
+		require.Len(t, cells, len(header), "row %q", line)
+		row := map[string]string{}
+		for i, h := range header {
+			row[h] = cells[i]
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+func parseUTC(t *testing.T, s string) time.Time {
+	t.Helper()
+	v, err := time.Parse(timeLayout, s)
+	require.NoError(t, err, "time %q", s)
+	return v
+}
+
+// setUpTwoLocks has pod A hold outboxPollJob for 10 minutes and pod B take and
+// release cleanupJob.
+func setUpTwoLocks(t *testing.T, tbl testTable) (a, b pod) {
+	a, b = tbl.pod(t), tbl.pod(t)
+	take(t, a, shedlock.LockConfig{Name: "outboxPollJob", LockAtMostFor: 10 * time.Minute})
+	require.NoError(t, take(t, b, shedlock.LockConfig{Name: "cleanupJob", LockAtMostFor: time.Minute}).Unlock(context.Background()))
+	return a, b
+}
+
+// list prints a row per lock, by name, with the holder, the times in UTC and
+// the time left by the database's clock; an empty table says so.
+func TestList(t *testing.T) {
+	forEachTable(t, func(t *testing.T, tbl testTable) {
+		r := runCLI(t, "", tbl.args("list")...)
+		require.Equal(t, 0, r.code, r.stderr)
+		assert.Equal(t, "no locks in table "+tbl.name+"\n", r.stdout)
+
+		before := time.Now().UTC().Add(-2 * time.Second)
+		a, b := setUpTwoLocks(t, tbl)
+		after := time.Now().UTC().Add(2 * time.Second)
+		r = runCLI(t, "", tbl.args("list")...)
+		require.Equal(t, 0, r.code, r.stderr)
+		assert.Empty(t, r.stderr)
+		t.Logf("list:\n%s", r.stdout)
+		rows := parseTable(t, r.stdout)
+		require.Len(t, rows, 2)
+
+		free, held := rows[0], rows[1]
+		assert.Equal(t, "cleanupJob", free["NAME"])
+		assert.Equal(t, "no", free["HELD"])
+		assert.Equal(t, "-", free["TIME LEFT"])
+		assert.Regexp(t, "^"+regexp.QuoteMeta(b.LockedBy())+`\.\d+$`, free["LOCKED BY"])
+
+		assert.Equal(t, "outboxPollJob", held["NAME"])
+		assert.Equal(t, "yes", held["HELD"])
+		left, err := time.ParseDuration(held["TIME LEFT"])
+		require.NoError(t, err)
+		assert.InDelta(t, 10*time.Minute, left, float64(5*time.Second))
+		at, until := parseUTC(t, held["LOCKED AT (UTC)"]), parseUTC(t, held["LOCK UNTIL (UTC)"])
+		assert.True(t, at.After(before) && at.Before(after), "locked at %v is now", at)
+		assert.Equal(t, 10*time.Minute, until.Sub(at))
+		assert.Regexp(t, "^"+regexp.QuoteMeta(a.LockedBy())+`\.\d+$`, held["LOCKED BY"])
+	})
+}
+
+// list -json prints an array with the table's column names; flags may come
+// before the command too.
+func TestListJSON(t *testing.T) {
+	forEachTable(t, func(t *testing.T, tbl testTable) {
+		r := runCLI(t, "", append([]string{"-json"}, tbl.args("list")...)...)
+		require.Equal(t, 0, r.code, r.stderr)
+		assert.JSONEq(t, "[]", r.stdout, "an empty table is an empty array")
+
+		a, _ := setUpTwoLocks(t, tbl)
+		r = runCLI(t, "", tbl.args("list", "-json")...)
+		require.Equal(t, 0, r.code, r.stderr)
+		var got []map[string]any
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &got), r.stdout)
+		require.Len(t, got, 2)
+		for _, l := range got {
+			assert.ElementsMatch(t, []string{"name", "held", "time_left_ms", "lock_until", "locked_at", "locked_by"}, keys(l))
+		}
+		held := got[1]
+		assert.Equal(t, "outboxPollJob", held["name"])
+		assert.Equal(t, true, held["held"])
+		assert.InDelta(t, 600_000, held["time_left_ms"], 5_000)
+		assert.True(t, strings.HasPrefix(held["locked_by"].(string), a.LockedBy()+"."))
+		at, err := time.Parse(time.RFC3339Nano, held["locked_at"].(string))
+		require.NoError(t, err)
+		until, err := time.Parse(time.RFC3339Nano, held["lock_until"].(string))
+		require.NoError(t, err)
+		assert.Equal(t, 10*time.Minute, until.Sub(at))
+		assert.True(t, strings.HasSuffix(held["locked_at"].(string), "Z"), "UTC")
+		assert.Equal(t, false, got[0]["held"])
+		assert.EqualValues(t, 0, got[0]["time_left_ms"])
+	})
+}
+
+func keys(m map[string]any) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	return ks
+}

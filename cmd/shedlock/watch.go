@@ -1,0 +1,69 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"time"
+)
+
+// watch lists the locks every interval until ctx ends (an interrupt), which is
+// its normal end. A store that fails at the start is an error; one that fails
+// later is shown in the view, which goes on.
+func watch(ctx context.Context, c config, args []string, _ io.Reader, stdout, _ io.Writer) error {
+	if len(args) > 0 {
+		return usageError{fmt.Sprintf("watch takes no arguments, got %q", args)}
+	}
+	s, err := openStore(c, false)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	clear := isTerminal(stdout)
+	ticker := time.NewTicker(c.interval)
+	defer ticker.Stop()
+	for first := true; ; first = false {
+		var frame bytes.Buffer
+		if clear {
+			frame.WriteString("\x1b[H\x1b[2J")
+		}
+		fmt.Fprintf(&frame, "%s  table %s (%s), every %v; Ctrl-C stops\n\n",
+			time.Now().Format(time.TimeOnly), c.table, c.store, c.interval)
+		lctx, cancel := context.WithTimeout(ctx, c.timeout)
+		locks, err := s.Locks(lctx)
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case err != nil && first:
+			return err
+		case err != nil:
+			fmt.Fprintf(&frame, "error: %s\n", oneLine(err))
+		default:
+			if err := writeTable(&frame, c.table, locks); err != nil {
+				return err
+			}
+		}
+		frame.WriteString("\n")
+		if _, err := stdout.Write(frame.Bytes()); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C:
+		}
+	}
+}
+
+// isTerminal reports whether w is a terminal, where each view replaces the last.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
