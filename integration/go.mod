@@ -6,7 +6,9 @@ require github.com/shedlock-go/shedlock v0.0.0
 
 require (
 	github.com/go-sql-driver/mysql v1.10.1
+	github.com/robfig/cron/v3 v3.0.1
 	github.com/shedlock-go/shedlock/internal/testkit v0.0.0
+	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
 	modernc.org/sqlite v1.62.0
 )
@@ -51,10 +53,8 @@ require (
 	github.com/opencontainers/image-spec v1.1.1 // indirect
 	github.com/power-devops/perfstat v0.0.0-20240221224432-82ca36839d55 // indirect
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
-	github.com/robfig/cron/v3 v3.0.1 // indirect
 	github.com/shirou/gopsutil/v4 v4.26.6 // indirect
 	github.com/sirupsen/logrus v1.9.4 // indirect
-	github.com/stretchr/testify v1.12.1 // indirect
 	github.com/testcontainers/testcontainers-go v0.45.0 // indirect
 	github.com/testcontainers/testcontainers-go/modules/mysql v0.45.0 // indirect
 	github.com/tklauser/go-sysconf v0.4.0 // indirect
