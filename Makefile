@@ -28,4 +28,4 @@ chaos:
 
 ## lint: gofmt, and go vet in every module
 lint: fmt
-	@set -e; for m in $$(scripts/modules); do echo "go vet $$m/..."; (cd $$m && $(GO) vet ./...); done
+	@set -e; mods=$$(scripts/modules); for m in $$mods; do echo "go vet $$m/..."; (cd $$m && $(GO) vet ./...); done
