@@ -36,7 +36,8 @@ func run() error {
 		return err
 	}
 	defer db.Close()
-	provider, err := shedlock.NewMySQLProvider(db)
+	// On Kubernetes, POD_NAME from the downward API names the holder in the table.
+	provider, err := shedlock.NewMySQLProvider(db, shedlock.WithLockedBy(os.Getenv("POD_NAME")))
 	if err != nil {
 		return err
 	}
