@@ -166,3 +166,21 @@ func TestDown(t *testing.T) {
 		t.Errorf("stats %+v: want 1 refused and the open connection reset", st)
 	}
 }
+
+func TestDisarm(t *testing.T) {
+	s, p := setup(t)
+	c, r := dial(t, p)
+	p.ResetOnNextRequest(false)
+	if !p.Disarm() {
+		t.Fatal("Disarm found no armed fault")
+	}
+	if got, err := roundTrip(c, r, "after"); err != nil || got != "after\n" {
+		t.Fatalf("round trip after Disarm: %q, %v", got, err)
+	}
+	if n := s.received(); n != 1 {
+		t.Fatalf("server got %d lines, want 1", n)
+	}
+	if p.Disarm() {
+		t.Error("Disarm found a fault armed twice")
+	}
+}
