@@ -31,7 +31,7 @@ func unlock(ctx context.Context, c config, args []string, stdin io.Reader, stdou
 		fmt.Fprintf(stderr, "Lock %q is held by %s for %s more (taken %s UTC).\n"+
 			"If that holder is still running the job, another instance may start it now and both run at once.\n"+
 			"Unlock it? [y/N] ", name, before.LockedBy, formatLeft(before.TimeLeft), before.LockedAt.Format(timeLayout))
-		yes, err := confirm(ctx, stdin)
+		yes, err := confirm(ctx, stdin, stderr)
 		if err != nil {
 			return err
 		}
@@ -70,9 +70,9 @@ func inspect(ctx context.Context, c config, s *store, name string) (shedlock.Loc
 	return s.Inspect(ctx, name)
 }
 
-// confirm reads one line from stdin: true for y or yes. The end of input is no;
-// an interrupt while waiting ends the wait.
-func confirm(ctx context.Context, stdin io.Reader) (bool, error) {
+// confirm reads one line from stdin: true for y or yes. The end of input is no,
+// and ends the question's line on stderr; an interrupt ends the wait.
+func confirm(ctx context.Context, stdin io.Reader, stderr io.Writer) (bool, error) {
 	answer := make(chan string, 1)
 	go func() {
 		line, _ := bufio.NewReader(stdin).ReadString('\n')
@@ -80,6 +80,9 @@ func confirm(ctx context.Context, stdin io.Reader) (bool, error) {
 	}()
 	select {
 	case line := <-answer:
+		if !strings.HasSuffix(line, "\n") {
+			fmt.Fprintln(stderr)
+		}
 		a := strings.ToLower(strings.TrimSpace(line))
 		return a == "y" || a == "yes", nil
 	case <-ctx.Done():

@@ -75,7 +75,9 @@ func TestUnlockAsks(t *testing.T) {
 			} else {
 				require.Equal(t, 1, r.code, "answer %q", tc.answer)
 				assert.Empty(t, r.stdout)
-				assert.True(t, strings.HasSuffix(r.stderr, "[y/N] shedlock unlock: not unlocked: the answer was not yes (-force unlocks without asking)\n"), r.stderr)
+				assert.Regexp(t, `\[y/N\] \n?shedlock unlock: not unlocked: the answer was not yes \(-force unlocks without asking\)\n$`, r.stderr)
+				assert.Equal(t, tc.answer == "", strings.HasSuffix(r.stderr, "[y/N] \nshedlock unlock: not unlocked: the answer was not yes (-force unlocks without asking)\n"),
+					"the end of input ends the question's line")
 				_, held := heldBy(t, tbl, liveLock.Name)
 				assert.True(t, held, "answer %q: still held", tc.answer)
 				require.NoError(t, lock.Unlock(context.Background()), "answer %q: the pod still holds it", tc.answer)
