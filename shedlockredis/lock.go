@@ -14,8 +14,14 @@ import (
 type lock struct {
 	p     *Provider
 	name  string
-	key   string
-	value string // unique to this acquisition
+	keys  [1]string // the key, as the scripts take it
+	value string    // unique to this acquisition
+
+	// The arguments of SET and of the release script. go-redis takes []any, and
+	// boxing a string or an integer over 255 allocates: boxed once here, they
+	// cost a cycle no more allocations than sending the commands by hand.
+	set     [6]any // set key value nx px ttl
+	release [3]any // value, ms of LockAtLeastFor left when ttl was set, ttl
 
 	mu    sync.Mutex
 	ttl   int64 // ms: the time to live set last, by SET or Extend
@@ -36,7 +42,8 @@ func (l *lock) Unlock(ctx context.Context) error {
 	if l.done {
 		return shedlock.ErrLockLost
 	}
-	ours, err := l.p.release.Run(ctx, l.p.client, []string{l.key}, l.value, l.least-l.held, l.ttl).Int64()
+	l.release[1] = l.least - l.held
+	ours, err := l.p.release.Run(ctx, l.p.client, l.keys[:], l.release[:]...).Int64()
 	if err != nil {
 		return fmt.Errorf("%w: lock %q: %w", shedlock.ErrReleaseFailed, l.name, withContext(ctx, err))
 	}
@@ -62,7 +69,7 @@ func (l *lock) Extend(ctx context.Context, lockAtMostFor, lockAtLeastFor time.Du
 		return shedlock.ErrLockLost
 	}
 	ttl := millis(lockAtMostFor)
-	pttl, err := l.p.extend.Run(ctx, l.p.client, []string{l.key}, l.value, ttl).Int64()
+	pttl, err := l.p.extend.Run(ctx, l.p.client, l.keys[:], l.value, ttl).Int64()
 	if err != nil {
 		return fmt.Errorf("shedlock: extend %q: %w", l.name, withContext(ctx, err))
 	}
@@ -74,5 +81,6 @@ func (l *lock) Extend(ctx context.Context, lockAtMostFor, lockAtLeastFor time.Du
 		l.held += l.ttl - pttl // server ms since the time to live was last set
 	}
 	l.ttl, l.least = ttl, millis(lockAtLeastFor)
+	l.release[2] = ttl
 	return nil
 }

@@ -102,15 +102,11 @@ func (p *Provider) TryLock(ctx context.Context, cfg shedlock.LockConfig) (shedlo
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	l := &lock{
-		p:     p,
-		name:  cfg.Name,
-		key:   p.prefix + cfg.Name,
-		value: p.newValue(),
-		ttl:   millis(cfg.LockAtMostFor),
-		least: millis(cfg.LockAtLeastFor),
-	}
-	err := p.client.Do(ctx, "set", l.key, l.value, "nx", "px", l.ttl).Err()
+	l := &lock{p: p, name: cfg.Name, ttl: millis(cfg.LockAtMostFor), least: millis(cfg.LockAtLeastFor)}
+	l.keys[0], l.value = p.keyValue(cfg.Name)
+	l.set = [...]any{"set", l.keys[0], l.value, "nx", "px", l.ttl}
+	l.release = [...]any{l.set[2], nil, l.set[5]}
+	err := p.client.Do(ctx, l.set[:]...).Err()
 	if errors.Is(err, redis.Nil) {
 		return nil, shedlock.ErrNotAcquired
 	}
@@ -134,16 +130,21 @@ func withContext(ctx context.Context, err error) error {
 	return err
 }
 
-// newValue returns a value no other acquisition has: Java's form,
-// ADDED:<time>@<lockedBy>:<token>, where the token is this provider's random
-// token and a count of its acquisitions.
-func (p *Provider) newValue() string {
-	var buf [128]byte
-	b := append(buf[:0], "ADDED:"...)
+// keyValue returns the key of the lock named name, and a value no other
+// acquisition has: Java's form, ADDED:<time>@<lockedBy>:<token>, where the token
+// is this provider's random token and a count of its acquisitions. Both are cut
+// from one string, one allocation.
+func (p *Provider) keyValue(name string) (key, value string) {
+	var buf [192]byte
+	b := append(buf[:0], p.prefix...)
+	b = append(b, name...)
+	n := len(b)
+	b = append(b, "ADDED:"...)
 	b = p.now().UTC().AppendFormat(b, "2006-01-02T15:04:05.000Z")
 	b = append(b, p.suffix...)
 	b = strconv.AppendUint(b, p.seq.Add(1), 36)
-	return string(b)
+	s := string(b)
+	return s[:n], s[n:]
 }
 
 // millis returns d in whole milliseconds, rounded up: a lock is never shorter
