@@ -17,8 +17,9 @@
 //	│     LockAtLeastFor ◀────────────────────────────┘   │
 //	└──── the key's time to live runs out ◀───────────────┘
 //
-// Every call is one round trip: SET for TryLock, one Lua script (EVALSHA, or EVAL
-// the first time a server has not seen it) for Unlock and for Extend. Every
+// Every call is one round trip: SET for TryLock, one Lua script by EVALSHA for
+// Unlock and for Extend (EVALSHA then EVAL the first time a server has not seen
+// the script, as after a restart or a failover). Every
 // expiry is the server's clock: the provider sends durations, never instants, and
 // works out what is left of LockAtLeastFor from the key's PTTL, so the clocks of
 // the pods do not matter.

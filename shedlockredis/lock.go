@@ -18,8 +18,8 @@ type lock struct {
 	value string    // unique to this acquisition
 
 	// The arguments of SET and of the release script. go-redis takes []any, and
-	// boxing a string or an integer over 255 allocates: boxed once here, they
-	// cost a cycle no more allocations than sending the commands by hand.
+	// boxing a string or an integer over 255 allocates: boxed once per
+	// acquisition here, not once per command, and the slices cost nothing.
 	set     [6]any // set key value nx px ttl
 	release [3]any // value, ms of LockAtLeastFor left when ttl was set, ttl
 
