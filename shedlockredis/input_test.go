@@ -3,6 +3,7 @@ package shedlockredis_test
 import (
 	"context"
 	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -39,7 +40,6 @@ func TestBadOptions(t *testing.T) {
 		{"nil *redis.ClusterClient", (*redis.ClusterClient)(nil), nil, "nil client"},
 		{"empty env", c, []shedlockredis.Option{shedlockredis.WithEnv("")}, `WithEnv("")`},
 		{"env with colon", c, []shedlockredis.Option{shedlockredis.WithEnv("a:b")}, `WithEnv("a:b")`},
-		{"empty owner", c, []shedlockredis.Option{shedlockredis.WithLockedBy("")}, "WithLockedBy: empty"},
 		{"nil option", c, []shedlockredis.Option{nil}, "nil Option"},
 	}
 	for _, tc := range cases {
@@ -48,6 +48,11 @@ func TestBadOptions(t *testing.T) {
 		assert.ErrorIs(t, err, shedlock.ErrInvalidOption, tc.name)
 		assert.ErrorContains(t, err, tc.want, tc.name)
 	}
+	// An empty owner means the host name, as in the SQL providers.
+	p, err := shedlockredis.NewProvider(c, shedlockredis.WithLockedBy(""))
+	require.NoError(t, err)
+	host, _ := os.Hostname()
+	assert.Equal(t, host, p.LockedBy())
 	assert.Zero(t, log.dials.Load(), "a constructor dialled")
 	assert.Empty(t, log.take(), "a constructor sent a command")
 }

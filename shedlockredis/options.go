@@ -33,17 +33,10 @@ func WithEnv(env string) Option {
 	}
 }
 
-// WithLockedBy sets the owner written into each lock's value, after the '@'.
-// The default is the host name with a suffix unique to the provider instance
-// ([shedlock.DefaultOwner]). It is for people reading the keys: each acquisition's
-// value is unique whatever the owner, so providers given the same owner still
-// never release each other's locks.
+// WithLockedBy sets the owner written into each lock's value, after the '@',
+// such as the pod's name; "" or no option means the host name. It is for people
+// reading the keys: each acquisition's value is unique whatever the owner, so
+// providers given the same owner still never release each other's locks.
 func WithLockedBy(id string) Option {
-	return func(o *options) {
-		if id == "" {
-			o.errs = append(o.errs, fmt.Errorf("%w: WithLockedBy: empty owner", shedlock.ErrInvalidOption))
-			return
-		}
-		o.lockedBy = id
-	}
+	return func(o *options) { o.lockedBy = id }
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -55,7 +56,7 @@ func NewProvider(client redis.UniversalClient, opts ...Option) (*Provider, error
 		return nil, err
 	}
 	if o.lockedBy == "" {
-		o.lockedBy = shedlock.DefaultOwner()
+		o.lockedBy = hostName()
 	}
 	var token [6]byte
 	_, _ = rand.Read(token[:]) // crypto/rand.Read never fails on supported platforms
@@ -68,6 +69,16 @@ func NewProvider(client redis.UniversalClient, opts ...Option) (*Provider, error
 		extend:   redis.NewScript(extendScript),
 		now:      time.Now,
 	}, nil
+}
+
+// hostName is the default owner: the value's token already makes each
+// acquisition unique, so the owner is for people reading the keys.
+func hostName() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		return "unknown-host"
+	}
+	return host
 }
 
 // isNil reports a nil client, including a nil pointer of a client type.
