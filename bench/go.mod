@@ -4,8 +4,13 @@ go 1.26.0
 
 require github.com/shedlock-go/shedlock v0.0.0
 
+require github.com/shedlock-go/shedlock/shedlockredis v0.0.0
+
 require (
+	github.com/bsm/redislock v0.9.4
+	github.com/go-redsync/redsync/v4 v4.18.1
 	github.com/go-sql-driver/mysql v1.10.1
+	github.com/redis/go-redis/v9 v9.23.0
 	github.com/shedlock-go/shedlock/internal/testkit v0.0.0
 	gonum.org/v1/plot v0.17.0
 	modernc.org/sqlite v1.62.0
@@ -72,6 +77,7 @@ require (
 	go.opentelemetry.io/otel/log v1.47.0 // indirect
 	go.opentelemetry.io/otel/metric v1.47.0 // indirect
 	go.opentelemetry.io/otel/trace v1.47.0 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/crypto v0.58.0 // indirect
 	golang.org/x/image v0.30.0 // indirect
@@ -85,3 +91,5 @@ require (
 replace github.com/shedlock-go/shedlock v0.0.0 => ..
 
 replace github.com/shedlock-go/shedlock/internal/testkit v0.0.0 => ../internal/testkit
+
+replace github.com/shedlock-go/shedlock/shedlockredis v0.0.0 => ../shedlockredis
