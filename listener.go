@@ -143,8 +143,8 @@ const (
 	TaskFailed
 	// TaskPanicked: the task panicked; Event.Err wraps ErrTaskPanicked.
 	TaskPanicked
-	// TaskCancelled: the task returned context.Canceled after its caller or Stop
-	// ended its context, as asked: not a failure.
+	// TaskCancelled: the task returned context.Canceled (or ErrStopped) after its
+	// caller or Stop ended its context, as asked: not a failure.
 	TaskCancelled
 )
 

@@ -228,7 +228,7 @@ func (e *Executor) taskResult(ctx context.Context, err error, panicked bool) Tas
 		return TaskPanicked
 	case err == nil:
 		return TaskOK
-	case errors.Is(err, context.Canceled) && (ctx.Err() != nil || e.base.Err() != nil):
+	case (errors.Is(err, context.Canceled) || errors.Is(err, ErrStopped)) && (ctx.Err() != nil || e.base.Err() != nil):
 		return TaskCancelled // stopped by its caller or by Stop, as asked: not a failure
 	default:
 		return TaskFailed
