@@ -21,7 +21,8 @@ type eventQueue struct {
 	limit     int
 
 	mu      sync.Mutex
-	queue   []queuedEvent
+	queue   []queuedEvent // waiting from head on
+	head    int
 	dropped uint64
 	drained chan struct{} // non-nil while the goroutine runs; closed when it ends
 }
@@ -42,7 +43,7 @@ func newEventQueue(listeners []Listener, log *slog.Logger) *eventQueue {
 func (q *eventQueue) push(ctx context.Context, ev Event) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if len(q.queue) >= q.limit {
+	if len(q.queue)-q.head >= q.limit {
 		q.dropped++
 		return
 	}
@@ -56,16 +57,24 @@ func (q *eventQueue) push(ctx context.Context, ev Event) {
 func (q *eventQueue) deliver(drained chan struct{}) {
 	for {
 		q.mu.Lock()
-		if len(q.queue) == 0 {
-			q.queue = q.queue[:0:0] // let a burst's backing array go
+		if q.head == len(q.queue) {
+			q.queue, q.head = q.queue[:0], 0
+			if cap(q.queue) > 64 {
+				q.queue = nil // let a burst's backing array go; keep a small one
+			}
 			q.drained = nil
 			q.mu.Unlock()
 			close(drained)
 			return
 		}
-		next := q.queue[0]
-		q.queue[0] = queuedEvent{}
-		q.queue = q.queue[1:]
+		next := q.queue[q.head]
+		q.queue[q.head] = queuedEvent{}
+		q.head++
+		if q.head >= 1024 && 2*q.head >= len(q.queue) { // a queue never empty must not grow
+			n := copy(q.queue, q.queue[q.head:])
+			clear(q.queue[n:])
+			q.queue, q.head = q.queue[:n], 0
+		}
 		dropped := q.dropped
 		q.dropped = 0
 		q.mu.Unlock()

@@ -34,7 +34,6 @@ type lease struct {
 	cfg         LockConfig
 	run         RunID
 	keepAlive   bool
-	stopWatch   func() bool // stops watching for Stop
 
 	mu          sync.Mutex
 	deadline    time.Time     // when the task's context ends unless the lock is extended
@@ -69,7 +68,7 @@ func (e *Executor) newLease(ctx context.Context, cfg LockConfig, lock Lock, sent
 	l.mu.Lock()
 	l.timer = time.AfterFunc(time.Until(l.deadline), l.expire)
 	l.mu.Unlock()
-	l.stopWatch = context.AfterFunc(e.base, func() { l.cancel(ErrStopped) })
+	e.addLease(l)
 	if keepAlive {
 		l.startKeepAlive()
 	}
@@ -182,7 +181,7 @@ func (l *lease) finish() {
 		l.keepAliveStop()
 		<-l.keepAliveDone
 	}
-	l.stopWatch()
+	l.e.removeLease(l)
 	l.cancel(nil)
 	l.cancelOuter()
 }

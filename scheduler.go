@@ -55,6 +55,7 @@ type Executor struct {
 	stopped bool
 	started bool
 	running map[string]string // storeKey -> name, for names with a Run under way here
+	leases  map[*lease]struct{} // tasks running: Stop ends their contexts
 	names   map[string]string // storeKey -> name registered by WithLock, Wrap and FixedDelay
 	loops   []*fixedDelayLoop
 	runs    int           // Run calls under way
@@ -82,6 +83,7 @@ func NewExecutor(p LockProvider, opts ...ExecutorOption) *Executor {
 		events:         newEventQueue(o.listeners, o.logger),
 		err:            err,
 		running:        make(map[string]string),
+		leases:         make(map[*lease]struct{}),
 		names:          make(map[string]string),
 		idle:           make(chan struct{}),
 	}
@@ -279,6 +281,27 @@ func (e *Executor) enter(key, name string) (bool, error) {
 	return true, nil
 }
 
+// addLease makes l's context end with ErrStopped on Stop, at once if Stop has
+// begun. The executor keeps the set itself rather than a context.AfterFunc per
+// run: a map entry costs a run nothing once the map has grown.
+func (e *Executor) addLease(l *lease) {
+	e.mu.Lock()
+	stopped := e.stopped
+	if !stopped {
+		e.leases[l] = struct{}{}
+	}
+	e.mu.Unlock()
+	if stopped {
+		l.cancel(ErrStopped)
+	}
+}
+
+func (e *Executor) removeLease(l *lease) {
+	e.mu.Lock()
+	delete(e.leases, l)
+	e.mu.Unlock()
+}
+
 func (e *Executor) leave(key string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -327,8 +350,15 @@ func (e *Executor) Stop(ctx context.Context) error {
 		}
 	}
 	notStarted := e.notStartedLocked()
+	leases := make([]*lease, 0, len(e.leases))
+	for l := range e.leases {
+		leases = append(leases, l)
+	}
 	e.mu.Unlock()
 	e.stopBase(ErrStopped)
+	for _, l := range leases {
+		l.cancel(ErrStopped)
+	}
 
 	select {
 	case <-e.idle:
