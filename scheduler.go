@@ -54,9 +54,9 @@ type Executor struct {
 	mu      sync.Mutex
 	stopped bool
 	started bool
-	running map[string]string // storeKey -> name, for names with a Run under way here
+	running map[string]string   // storeKey -> name, for names with a Run under way here
 	leases  map[*lease]struct{} // tasks running: Stop ends their contexts
-	names   map[string]string // storeKey -> name registered by WithLock, Wrap and FixedDelay
+	names   map[string]string   // storeKey -> name registered by WithLock, Wrap and FixedDelay
 	loops   []*fixedDelayLoop
 	runs    int           // Run calls under way
 	live    int           // Run calls and fixed-delay loops under way

@@ -205,4 +205,3 @@ func TestKeepAliveAcrossProcesses(t *testing.T) {
 		killedAt.Sub(aStarted).Round(time.Millisecond), keepAliveMostFor, tookOverAfter.Round(time.Millisecond),
 		rs[1].started.Sub(deadUntil).Round(time.Millisecond))
 }
-
