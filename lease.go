@@ -200,6 +200,15 @@ func (l *lease) lostCause() error {
 	return nil
 }
 
+// checkHeld refuses an Extend once the lease has ended: the task can no longer
+// rely on the lock, even if the store would still extend it.
+func (l *lease) checkHeld() error {
+	if cause := l.lostCause(); cause != nil {
+		return fmt.Errorf("%w: lock %q: %w", ErrLockLost, l.cfg.Name, cause)
+	}
+	return nil
+}
+
 // take waits for the lease's turn to extend, or for ctx to end.
 func (l *lease) take(ctx context.Context) error {
 	l.mu.Lock()
@@ -221,12 +230,15 @@ func (l *lease) give() { <-l.turn }
 // extend extends the lock and, if it is still ours, moves the task's deadline.
 // ErrLockLost from the store ends the lease; another error leaves it as it was.
 func (l *lease) extend(ctx context.Context, most, least time.Duration, byKeepAlive bool) error {
+	if err := l.checkHeld(); err != nil {
+		return err
+	}
 	if err := l.take(ctx); err != nil {
 		return err
 	}
 	defer l.give()
-	if cause := l.lostCause(); cause != nil {
-		return fmt.Errorf("%w: lock %q: %w", ErrLockLost, l.cfg.Name, cause)
+	if err := l.checkHeld(); err != nil {
+		return err
 	}
 	sent := time.Now()
 	err := l.lock.Extend(ctx, most, least)
