@@ -44,6 +44,9 @@ func (f JobFunc) RunContext(ctx context.Context) error { return f(ctx) }
 //
 // After Stop it does not panic, since shutdown may race with registration: it
 // logs a warning and the wrapped job never runs.
+//
+// The job keeps the executor's keep-alive setting (WithKeepAlive); Wrap takes
+// job options for one job.
 func (e *Executor) WithLock(name string, lockAtMostFor, lockAtLeastFor time.Duration) cron.JobWrapper {
 	cfg := LockConfig{Name: name, LockAtMostFor: lockAtMostFor, LockAtLeastFor: lockAtLeastFor}
 	if err := e.register(cfg); err != nil {

@@ -152,8 +152,10 @@ var taskResultNames = [...]string{TaskOK: "ok", TaskFailed: "error", TaskPanicke
 
 func (r TaskResult) String() string { return enumName(taskResultNames[:], int(r), "TaskResult") }
 
+// enumName returns names[i]: "" for the zero value (the field does not apply),
+// typ(i) for a value it does not know.
 func enumName(names []string, i int, typ string) string {
-	if i > 0 && i < len(names) {
+	if i >= 0 && i < len(names) {
 		return names[i]
 	}
 	return typ + "(" + strconv.Itoa(i) + ")"
