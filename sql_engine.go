@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -21,6 +22,14 @@ type sqlStore interface {
 	// nameKey checks that the name column stores name exactly and returns what
 	// the column's collation makes of it: two names with one key are one row.
 	nameKey(ctx context.Context, name string) (string, error)
+}
+
+// upsertStore is a sqlStore whose insert also takes an existing row when its
+// lock has run out (INSERT ... ON CONFLICT DO UPDATE ... WHERE): a false from
+// it means the lock is held, and no UPDATE need follow.
+type upsertStore interface {
+	sqlStore
+	upserts()
 }
 
 // sqlEngine is the lock algorithm every SQL provider shares: insert a name's row
@@ -80,6 +89,9 @@ func (e *sqlEngine) tryLock(ctx context.Context, cfg LockConfig) (Lock, error) {
 		if ok {
 			return e.grant(cfg, token), nil
 		}
+		if _, upserts := e.store.(upsertStore); upserts {
+			return nil, ErrNotAcquired
+		}
 	}
 	ok, err := e.store.update(ctx, cfg.Name, token, mostFor)
 	if err != nil {
@@ -98,9 +110,14 @@ func (e *sqlEngine) grant(cfg LockConfig, token string) *sqlLock {
 }
 
 // ceilMillis rounds d up to a whole millisecond: stores keep lock times to the
-// millisecond, and a lock must never end earlier than asked.
+// millisecond, and a lock must never end earlier than asked. Within a
+// millisecond of the longest Duration, where rounding up would wrap around to a
+// negative duration and free the lock at once, it rounds down instead.
 func ceilMillis(d time.Duration) time.Duration {
 	if r := d % time.Millisecond; r != 0 {
+		if d > math.MaxInt64-time.Millisecond {
+			return d - r
+		}
 		d += time.Millisecond - r
 	}
 	return d

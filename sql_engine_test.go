@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"sync"
 	"testing"
@@ -159,6 +160,8 @@ func TestCeilMillis(t *testing.T) {
 		1999 * time.Microsecond:            2 * time.Millisecond,
 		time.Minute:                        time.Minute,
 		0:                                  0,
+		// Rounding up would wrap around to a negative duration.
+		math.MaxInt64: time.Duration(math.MaxInt64).Truncate(time.Millisecond),
 	} {
 		if got := ceilMillis(in); got != want {
 			t.Errorf("ceilMillis(%v) = %v, want %v", in, got, want)
