@@ -135,11 +135,29 @@ func (s *postgresStore) update(ctx context.Context, name, token string, mostFor 
 // release and extend: PostgreSQL counts every row an UPDATE's WHERE matched,
 // changed or not, so 0 always means "not ours".
 func (s *postgresStore) release(ctx context.Context, name, token string, leastFor time.Duration) (bool, error) {
-	return s.exec(ctx, pgRelease, leastFor.Milliseconds(), name, token)
+	return s.execSerialized(ctx, pgRelease, leastFor.Milliseconds(), name, token)
 }
 
 func (s *postgresStore) extend(ctx context.Context, name, token string, mostFor time.Duration) (bool, error) {
-	return s.exec(ctx, pgExtend, mostFor.Milliseconds(), name, token)
+	return s.execSerialized(ctx, pgExtend, mostFor.Milliseconds(), name, token)
+}
+
+// postgresSerializationRetries is how often a release or extend is sent again
+// at once after a serialization failure.
+const postgresSerializationRetries = 3
+
+// execSerialized runs a release or extend, again at once after a serialization
+// failure: under serializable isolation one often meets a concurrent pod's
+// acquisition attempt on the row. The failed statement was rolled back, and
+// both statements give the same result whenever they run, so sending it again
+// is safe, and it spares the lock the wait of the engine's retry.
+func (s *postgresStore) execSerialized(ctx context.Context, which int, args ...any) (bool, error) {
+	for attempt := 0; ; attempt++ {
+		ok, err := s.exec(ctx, which, args...)
+		if err == nil || attempt == postgresSerializationRetries || sqlState(err) != "40001" || ctx.Err() != nil {
+			return ok, err
+		}
+	}
 }
 
 // nameKey checks that the name column stores name exactly, and returns what

@@ -234,3 +234,25 @@ func TestPostgresLongestLockAtMostFor(t *testing.T) {
 	_, err = q.TryLock(context.Background(), cfg)
 	require.ErrorIs(t, err, shedlock.ErrNotAcquired, "released, but LockAtLeastFor is as long")
 }
+
+// waitForLockWait returns the statement that the session named app runs, once
+// it waits for a lock held by another transaction.
+func waitForLockWait(t *testing.T, admin *sql.DB, app string) string {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var query string
+		err := admin.QueryRow("SELECT query FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'",
+			app).Scan(&query)
+		if err == nil {
+			return query
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			t.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("session %s never waited for a lock", app)
+		}
+		time.Sleep(5 * time.Millisecond) // poll interval
+	}
+}

@@ -96,7 +96,7 @@ func PostgresURL(t testing.TB, params map[string]string) string {
 	for k, v := range params {
 		q.Set(k, v)
 	}
-	u.RawQuery = q.Encode()
+	u.RawQuery = strings.ReplaceAll(q.Encode(), "+", "%20") // pgx reads a + as itself, not as a space
 	return u.String()
 }
 
