@@ -60,7 +60,8 @@ type upsertingStore struct {
 
 func (s *upsertingStore) upserts() {}
 
-func (s *upsertingStore) insert(_ context.Context, name, token string, _ time.Duration) (bool, error) {
+func (s *upsertingStore) insert(_ context.Context, a sqlArgs, _ time.Duration) (bool, error) {
+	name, token := a.strings()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.sent++
@@ -71,9 +72,9 @@ func (s *upsertingStore) insert(_ context.Context, name, token string, _ time.Du
 	return true, nil
 }
 
-func (s *upsertingStore) update(ctx context.Context, name, token string, most time.Duration) (bool, error) {
+func (s *upsertingStore) update(ctx context.Context, a sqlArgs, most time.Duration) (bool, error) {
 	s.updates++
-	return s.countingStore.update(ctx, name, token, most)
+	return s.countingStore.update(ctx, a, most)
 }
 
 // With an upserting store a name's first acquisition is one statement, taken

@@ -120,26 +120,26 @@ func (s *postgresStore) exec(ctx context.Context, which int, args ...any) (bool,
 // serialization failure (under default_transaction_isolation serializable or
 // repeatable read) means that another transaction changed the row meanwhile:
 // another pod got there first, and nothing was written.
-func (s *postgresStore) insert(ctx context.Context, name, token string, mostFor time.Duration) (bool, error) {
-	ok, err := s.exec(ctx, pgAcquire, name, mostFor.Milliseconds(), token)
+func (s *postgresStore) insert(ctx context.Context, a sqlArgs, mostFor time.Duration) (bool, error) {
+	ok, err := s.exec(ctx, pgAcquire, a.name, mostFor.Milliseconds(), a.token)
 	if err != nil && sqlState(err) == "40001" { // serialization_failure
 		return false, nil
 	}
 	return ok, err
 }
 
-func (s *postgresStore) update(ctx context.Context, name, token string, mostFor time.Duration) (bool, error) {
-	return s.insert(ctx, name, token, mostFor)
+func (s *postgresStore) update(ctx context.Context, a sqlArgs, mostFor time.Duration) (bool, error) {
+	return s.insert(ctx, a, mostFor)
 }
 
 // release and extend: PostgreSQL counts every row an UPDATE's WHERE matched,
 // changed or not, so 0 always means "not ours".
-func (s *postgresStore) release(ctx context.Context, name, token string, leastFor time.Duration) (bool, error) {
-	return s.execSerialized(ctx, pgRelease, leastFor.Milliseconds(), name, token)
+func (s *postgresStore) release(ctx context.Context, a sqlArgs, leastFor time.Duration) (bool, error) {
+	return s.execSerialized(ctx, pgRelease, leastFor.Milliseconds(), a.name, a.token)
 }
 
-func (s *postgresStore) extend(ctx context.Context, name, token string, mostFor time.Duration) (bool, error) {
-	return s.execSerialized(ctx, pgExtend, mostFor.Milliseconds(), name, token)
+func (s *postgresStore) extend(ctx context.Context, a sqlArgs, mostFor time.Duration) (bool, error) {
+	return s.execSerialized(ctx, pgExtend, mostFor.Milliseconds(), a.name, a.token)
 }
 
 // postgresSerializationRetries is how often a release or extend is sent again

@@ -29,7 +29,11 @@ func (s *countingStore) count() int {
 	return s.sent
 }
 
-func (s *countingStore) insert(_ context.Context, name, token string, _ time.Duration) (bool, error) {
+// strings returns the name and token the engine sends as statement arguments.
+func (a sqlArgs) strings() (name, token string) { return a.name.(string), a.token.(string) }
+
+func (s *countingStore) insert(_ context.Context, a sqlArgs, _ time.Duration) (bool, error) {
+	name, token := a.strings()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.sent++
@@ -40,7 +44,8 @@ func (s *countingStore) insert(_ context.Context, name, token string, _ time.Dur
 	return true, nil
 }
 
-func (s *countingStore) update(_ context.Context, name, token string, _ time.Duration) (bool, error) {
+func (s *countingStore) update(_ context.Context, a sqlArgs, _ time.Duration) (bool, error) {
+	name, token := a.strings()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.sent++
@@ -51,7 +56,8 @@ func (s *countingStore) update(_ context.Context, name, token string, _ time.Dur
 	return true, nil
 }
 
-func (s *countingStore) release(_ context.Context, name, token string, _ time.Duration) (bool, error) {
+func (s *countingStore) release(_ context.Context, a sqlArgs, _ time.Duration) (bool, error) {
+	name, token := a.strings()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.sent++
@@ -62,7 +68,8 @@ func (s *countingStore) release(_ context.Context, name, token string, _ time.Du
 	return true, nil
 }
 
-func (s *countingStore) extend(_ context.Context, name, token string, _ time.Duration) (bool, error) {
+func (s *countingStore) extend(_ context.Context, a sqlArgs, _ time.Duration) (bool, error) {
+	name, token := a.strings()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.sent++
