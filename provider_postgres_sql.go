@@ -2,8 +2,9 @@ package shedlock
 
 import "strings"
 
-// The PostgreSQL statements. {t} is the quoted table name and {now} the
-// statement's instant in the type of the time columns (see postgresTexts).
+// The PostgreSQL statements. {t} is the quoted table name; {now} is the
+// statement's instant in the type of the time columns, and {nowUp} the same
+// instant, from which lock_until is counted (see postgresTexts).
 //
 // "Now" is statement_timestamp(): the instant the server received the
 // statement. Not CURRENT_TIMESTAMP or now(): those are the start of the
@@ -27,12 +28,12 @@ import "strings"
 // one row when it took the lock and none when the lock is held.
 const (
 	postgresAcquire = "INSERT INTO {t} AS l (name, lock_until, locked_at, locked_by) " +
-		"VALUES ($1, {now} + $2::bigint * interval '1 millisecond', {now}, $3) " +
+		"VALUES ($1, {nowUp} + $2::bigint * interval '1 millisecond', {now}, $3) " +
 		"ON CONFLICT (name) DO UPDATE SET lock_until = EXCLUDED.lock_until, " +
 		"locked_at = EXCLUDED.locked_at, locked_by = EXCLUDED.locked_by WHERE l.lock_until <= {now}"
 	postgresRelease = "UPDATE {t} SET lock_until = GREATEST(locked_at + $1::bigint * interval '1 millisecond', {now}) " +
 		"WHERE name = $2 AND locked_by = $3"
-	postgresExtend = "UPDATE {t} SET lock_until = {now} + $1::bigint * interval '1 millisecond' " +
+	postgresExtend = "UPDATE {t} SET lock_until = {nowUp} + $1::bigint * interval '1 millisecond' " +
 		"WHERE name = $2 AND locked_by = $3 AND lock_until > {now}"
 
 	// Java ShedLock's columns are timestamp (without time zone) holding UTC
@@ -62,11 +63,26 @@ const (
 
 // postgresTexts returns the statements on table, with "now" in the type of
 // time columns that are timestamptz (instant) or timestamp (UTC wall clock).
-func postgresTexts(table string, instant bool) [3]string {
+//
+// Columns with fewer than 6 fractional digits (millis) round what they store
+// to their precision, half a millisecond either way for timestamp(3): a lock
+// could end that much early, and a release would leave it held that much
+// longer. On such columns each instant is put on the millisecond grid first,
+// which every precision from 3 keeps exactly: lock_until is counted from "now"
+// rounded up, so that a lock never ends earlier than its LockAtMostFor, and
+// everything else uses "now" rounded down, so that a release frees the lock at
+// once (LockAtLeastFor, counted from locked_at, may end up to a millisecond
+// early).
+func postgresTexts(table string, instant, millis bool) [3]string {
 	now := postgresNowUTC
 	if instant {
 		now = postgresNowInstant
 	}
-	r := strings.NewReplacer("{t}", table, "{now}", now)
+	nowUp := now
+	if millis {
+		now, nowUp = "date_trunc('milliseconds', "+now+")",
+			"date_trunc('milliseconds', "+now+" + interval '999 microseconds')"
+	}
+	r := strings.NewReplacer("{t}", table, "{now}", now, "{nowUp}", nowUp)
 	return [3]string{r.Replace(postgresAcquire), r.Replace(postgresRelease), r.Replace(postgresExtend)}
 }

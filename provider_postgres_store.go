@@ -68,7 +68,7 @@ func (s *postgresStore) firstUse(ctx context.Context) (*postgresPrepared, error)
 	if err := tbl.checkLockedBy(s.lockedBy); err != nil {
 		return nil, err
 	}
-	p := &postgresPrepared{texts: postgresTexts(s.table, tbl.instant()), tbl: tbl}
+	p := &postgresPrepared{texts: postgresTexts(s.table, tbl.instant(), tbl.millis()), tbl: tbl}
 	if !tbl.name.deterministic {
 		p.storedName = strings.ReplaceAll(postgresStoredName, "{t}", s.table)
 	}

@@ -76,6 +76,11 @@ type postgresTable struct {
 // Java ShedLock's timestamp (without time zone) holding UTC.
 func (t *postgresTable) instant() bool { return t.lockUntil.typ == "timestamptz" }
 
+// millis reports whether a time column keeps fewer than microseconds.
+func (t *postgresTable) millis() bool {
+	return t.lockUntil.precision() < 6 || t.lockedAt.precision() < 6
+}
+
 // inspectPostgresTable reads the lock table's columns and refuses a table that
 // would break exclusion: lock times cut to the second, time columns of two
 // kinds, or columns of another kind.

@@ -75,6 +75,41 @@ func shedlockRunPostgres(t *testing.T, ddl string) {
 	require.NoError(t, l.Unlock(context.Background()))
 }
 
+// On columns that keep milliseconds, which PostgreSQL rounds to, a released
+// lock is free at once for the next pod, and a lock is held for its
+// LockAtMostFor from its start, less than a millisecond more, never less.
+func TestPostgresMillisecondColumns(t *testing.T) {
+	t.Parallel()
+	for _, kind := range []string{"timestamp(3)", "timestamptz(3)", "timestamp(5)"} {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			admin := testdb.OpenPostgres(t, testdb.PGX, nil)
+			table := customTable(t, admin, postgresDDL("varchar(64)", kind, kind, "varchar(255)"))
+			a := newPostgresProvider(t, pgxClient.open(t, nil), shedlock.WithTableName(table))
+			b := newPostgresProvider(t, pgxClient.open(t, nil), shedlock.WithTableName(table))
+			const most = 1234 * time.Millisecond
+			cfg := shedlock.LockConfig{Name: "job", LockAtMostFor: most}
+			for i := range 50 {
+				// epoch reads a time as microseconds since 1970, UTC for timestamp columns.
+				epoch := func(expr, from string) time.Duration {
+					var us int64
+					require.NoError(t, admin.QueryRow("SELECT (EXTRACT(EPOCH FROM "+expr+") * 1000000)::bigint "+from).Scan(&us))
+					return time.Duration(us) * time.Microsecond
+				}
+				before := epoch("statement_timestamp()", "")
+				l, err := a.TryLock(context.Background(), cfg)
+				require.NoError(t, err, "cycle %d: free at once after the release", i)
+				until := epoch("lock_until", "FROM "+table)
+				require.GreaterOrEqual(t, until, before+most, "cycle %d: lock_until, after a TryLock that began later", i)
+				held := until - epoch("locked_at", "FROM "+table)
+				require.LessOrEqual(t, held, most+time.Millisecond, "cycle %d: lock_until - locked_at", i)
+				require.NoError(t, l.Unlock(context.Background()))
+				a, b = b, a
+			}
+		})
+	}
+}
+
 // Time columns of two kinds would compare a UTC wall clock with an instant:
 // refused.
 func TestPostgresMixedTimeColumnsRefused(t *testing.T) {
@@ -187,8 +222,8 @@ func TestPostgresLockedByColumnRefused(t *testing.T) {
 	assert.Zero(t, pgRowCount(t, admin, narrow))
 }
 
-// A table that is missing, lacks a column, or has one of another kind is an
-// error that says so.
+// A table that is missing, lacks a column or its primary key, or has a column
+// of another kind is an error that says so.
 func TestPostgresMissingTableOrColumnRefused(t *testing.T) {
 	t.Parallel()
 	admin := testdb.OpenPostgres(t, testdb.PGX, nil)
@@ -202,6 +237,16 @@ func TestPostgresMissingTableOrColumnRefused(t *testing.T) {
 	_, err = p.TryLock(context.Background(), shedlock.LockConfig{Name: "job", LockAtMostFor: time.Minute})
 	require.ErrorIs(t, err, shedlock.ErrUnsafeStore)
 	assert.Contains(t, err.Error(), "has no column locked_at")
+
+	// Without a unique key on name, the upsert has no conflict to take: the
+	// server refuses every acquisition, and no row is written.
+	table = customTable(t, admin, "CREATE TABLE {t} (name varchar(64) NOT NULL, lock_until timestamp NOT NULL, "+
+		"locked_at timestamp NOT NULL, locked_by varchar(255) NOT NULL)")
+	p = newPostgresProvider(t, pgxClient.open(t, nil), shedlock.WithTableName(table))
+	_, err = p.TryLock(context.Background(), shedlock.LockConfig{Name: "job", LockAtMostFor: time.Minute})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "ON CONFLICT")
+	assert.Zero(t, pgRowCount(t, admin, table))
 
 	table = customTable(t, admin, postgresDDL("varchar(64)", "date", "date", "varchar(255)"))
 	p = newPostgresProvider(t, pgxClient.open(t, nil), shedlock.WithTableName(table))
