@@ -58,7 +58,7 @@ func NewPostgresProvider(db *sql.DB, opts ...ProviderOption) (*PostgresProvider,
 				ErrInvalidOption, o.table, part, postgresMaxIdentifier)
 		}
 	}
-	s := &postgresStore{db: db, table: table, lockedBy: o.lockedBy, prepare: preparesWell(db),
+	s := &postgresStore{db: db, table: table, lockedBy: o.lockedBy, prepare: driverNeedsPrepare(db),
 		setup: newSetupGate[postgresPrepared]()}
 	return &PostgresProvider{store: s, engine: newSQLEngine(o, s)}, nil
 }

@@ -17,7 +17,7 @@ type postgresStore struct {
 	db       *sql.DB
 	table    string // quoted
 	lockedBy string
-	prepare  bool // prepare the statements: see preparesWell
+	prepare  bool // prepare the statements: see driverNeedsPrepare
 	setup    *setupGate[postgresPrepared]
 }
 
@@ -29,14 +29,14 @@ type postgresPrepared struct {
 	tbl        *postgresTable
 }
 
-// preparesWell reports whether db's driver needs the statements prepared to
+// driverNeedsPrepare reports whether db's driver needs the statements prepared to
 // send each in one round trip. lib/pq sends a statement with arguments in two
 // (it prepares an unnamed statement, then runs it) unless prepared. pgx sends
 // it in one either way: in its default mode it prepares and caches statements
 // itself, and under its simple protocol it must not be given prepared
 // statements at all (it would name them on the server, which a pooler in
 // transaction mode cannot keep). Any other driver is left to itself.
-func preparesWell(db *sql.DB) bool {
+func driverNeedsPrepare(db *sql.DB) bool {
 	t := reflect.TypeOf(db.Driver())
 	if t.Kind() == reflect.Pointer {
 		t = t.Elem()
