@@ -4,7 +4,11 @@ go 1.26.0
 
 require github.com/shedlock-go/shedlock v0.0.0
 
+require github.com/shedlock-go/shedlock/shedlockredis v0.0.0
+
 require (
+	github.com/bsm/redislock v0.9.4
+	github.com/go-redsync/redsync/v4 v4.18.1
 	github.com/go-sql-driver/mysql v1.10.1
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/shedlock-go/shedlock/internal/testkit v0.0.0
@@ -94,3 +98,5 @@ require (
 replace github.com/shedlock-go/shedlock v0.0.0 => ..
 
 replace github.com/shedlock-go/shedlock/internal/testkit v0.0.0 => ../internal/testkit
+
+replace github.com/shedlock-go/shedlock/shedlockredis v0.0.0 => ../shedlockredis
