@@ -1,27 +1,31 @@
 GO ?= go
+export GO
 
-.PHONY: test demo bench chaos lint
+.PHONY: test fmt demo bench chaos lint
 
-## test: vet, then every test with the race detector (needs MySQL/MariaDB; see README)
+## test: gofmt, then every module in go.work: vet, tests with the race detector,
+## each benchmark once (needs MySQL/MariaDB; see README). One module: scripts/test ./integration
 test:
-	$(GO) vet ./...
-	$(GO) test -race -count=1 -timeout 15m ./...
-	$(GO) test -run '^$$' -bench . -benchtime=1x ./...
+	scripts/test
+
+## fmt: fail if any Go file in the tree is not gofmt'd
+fmt:
+	@test -z "$$(gofmt -l .)" || (echo "gofmt -w these files:"; gofmt -l .; exit 1)
 
 ## demo: the article's two jobs on three pods, with and without the lock
+## (SQLite in a temporary directory unless SHEDLOCK_MYSQL_DSN is set)
 demo:
-	$(GO) run ./cmd/shedlock-demo
+	$(GO) run ./examples/demo
 
 ## bench: benchmarks against the round-trip floor, and the contention table and chart
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -count=5 ./...
-	$(GO) run ./cmd/shedlock-bench
+	cd bench && $(GO) test -run '^$$' -bench . -benchmem -count=5 ./...
+	$(GO) run ./bench/cmd/shedlock-bench
 
 ## chaos: the long multi-process run with kills and faults
 chaos:
-	$(GO) run ./cmd/shedlock-chaos
+	$(GO) run ./chaos/cmd/shedlock-chaos
 
-## lint: formatting and vet
-lint:
-	@test -z "$$(gofmt -l .)" || (gofmt -l . && exit 1)
-	$(GO) vet ./...
+## lint: gofmt, and go vet in every module
+lint: fmt
+	@set -e; mods=$$(scripts/modules); for m in $$mods; do echo "go vet $$m/..."; (cd $$m && $(GO) vet ./...); done

@@ -25,6 +25,10 @@
 //	│     max(locked_at + LockAtLeastFor, now) ◀──────────┘   │
 //	└──── now passes lock_until (A crashed or hung) ◀─────────┘
 //
+// On PostgreSQL the INSERT and the UPDATE are one statement, INSERT ... ON
+// CONFLICT (name) DO UPDATE ... WHERE lock_until <= now, sent for every
+// acquisition.
+//
 // Only the owner (locked_by, unique per provider instance) can release or extend,
 // and a provider never lets an old handle release a newer acquisition of its own.
 //

@@ -107,9 +107,13 @@ func (c *cycleBench) mustCycle(b *testing.B, cycle func(context.Context) error) 
 	}
 }
 
+// execFunc sends one statement: a prepared statement's ExecContext, or a
+// pool's with the text bound, where the driver must not prepare.
+type execFunc func(ctx context.Context, args ...any) (sql.Result, error)
+
 // floorCycle returns the floor: acquire then release, each checked to change its
 // row, as the library checks.
-func floorCycle(acquire, release *sql.Stmt, acqArgs, relArgs []any) func(context.Context) error {
+func floorCycle(acquire, release execFunc, acqArgs, relArgs []any) func(context.Context) error {
 	return func(ctx context.Context) error {
 		if err := execOne(ctx, acquire, acqArgs); err != nil {
 			return fmt.Errorf("floor acquire: %w", err)
@@ -121,8 +125,8 @@ func floorCycle(acquire, release *sql.Stmt, acqArgs, relArgs []any) func(context
 	}
 }
 
-func execOne(ctx context.Context, st *sql.Stmt, args []any) error {
-	res, err := st.ExecContext(ctx, args...)
+func execOne(ctx context.Context, exec execFunc, args []any) error {
+	res, err := exec(ctx, args...)
 	if err != nil {
 		return err
 	}

@@ -9,63 +9,75 @@ import (
 
 // Report is what Analyze found.
 type Report struct {
-	Pods                         int
-	Runs                         int
-	Kills, HolderKills           int // SIGKILLs, and those that hit a pod inside a run
-	Stops, HolderStops           int // SIGTERMs, and those that hit a pod inside a run
-	DBRestarts                   int
-	NetFaults                    int // faults put between a pod and the database
-	Overlaps                     int
-	WorstTakeover                time.Duration // SIGKILL of a holder to the job's next start
-	WorstGraceful                time.Duration // end of a stopped run to the job's next start
-	WorstResume                  time.Duration // database back to the job's next start
-	TakeoverBound, GracefulBound time.Duration
-	RunsPerPod                   map[string]map[string]int // pod, job: runs
-	Violations                   []string
+	Pods               int
+	Runs               int
+	Kills, HolderKills int // SIGKILLs, and those that hit a pod inside a run
+	Stops, HolderStops int // SIGTERMs, and those that hit a pod inside a run
+	DBRestarts         int
+	StoreDown          time.Duration             // how long the database was down in all
+	NetFaults          int                       // faults put between a pod and the database
+	Overlaps           int                       // runs of a job that began before the one before ended
+	Takeovers          int                       // next runs after a SIGKILL of their holder
+	WorstTakeover      time.Duration             // SIGKILL of a holder to the job's next start
+	WorstTakeoverWhat  string                    // its job and kill
+	WorstBeyond        time.Duration             // the dead holder's lock_until to the job's next start
+	WorstBeyondAllowed time.Duration             // what that takeover was allowed beyond lock_until
+	WorstGraceful      time.Duration             // end of a stopped run to the job's next start, no fault involved
+	WorstResume        time.Duration             // database back to the job's next start
+	Poll               time.Duration             // a pod's next attempt once the lock is free: Delay + slack
+	RunsPerPod         map[string]map[string]int // pod, job: runs
+	Violations         []string
 }
 
-// Bounds returns how late a job may run again after a SIGKILL of its holder (the
-// lock expires, then a pod's next attempt comes within one delay) and after a
-// graceful stop (the lock is released, kept only for LockAtLeastFor).
-func (p Params) Bounds(slack time.Duration) (takeover, graceful time.Duration) {
-	return p.LockAtMostFor + p.Delay + slack, p.LockAtLeastFor + p.Delay + slack
+// analysis is what every check needs.
+type analysis struct {
+	p      Params
+	faults []Fault
+	byJob  map[string][]Run
+	runs   []Run
+	end    time.Time
 }
 
-// Analyze checks runs against events. end is when the supervisor stopped acting:
-// a job that had not run again by then is judged only if its bound had passed.
+// Analyze checks runs against events. slack is what a pod may take beyond its
+// Delay to try again once a lock is free. end is when the supervisor stopped
+// acting: a job that had not run again by then is judged only if it was due.
 func Analyze(runs []Run, events []Event, p Params, pods int, slack time.Duration, end time.Time) Report {
-	r := Report{Pods: pods, Runs: len(runs), RunsPerPod: map[string]map[string]int{}}
-	r.TakeoverBound, r.GracefulBound = p.Bounds(slack)
+	r := Report{Pods: pods, Runs: len(runs), Poll: p.Delay + slack, RunsPerPod: map[string]map[string]int{}}
+	a := analysis{p: p, byJob: map[string][]Run{}, runs: runs, end: end}
 	killedAt := map[int]time.Time{}
 	for _, e := range events {
 		if e.Kind == Kill {
 			killedAt[e.PID] = e.At
 		}
+		if f, ok := e.Fault(); ok {
+			a.faults = append(a.faults, f)
+		}
 	}
-	byJob := map[string][]Run{}
 	for _, run := range runs {
-		byJob[run.Job] = append(byJob[run.Job], run)
+		a.byJob[run.Job] = append(a.byJob[run.Job], run)
 		if r.RunsPerPod[run.Pod] == nil {
 			r.RunsPerPod[run.Pod] = map[string]int{}
 		}
 		r.RunsPerPod[run.Pod][run.Job]++
 	}
 	for _, job := range Jobs {
-		r.checkOverlaps(byJob[job], killedAt, p)
+		r.checkOverlaps(a.byJob[job], killedAt, p)
 	}
 	for _, e := range events {
 		switch e.Kind {
 		case Kill:
 			r.Kills++
-			r.checkKill(e, faultAfter(events, e.At, r.TakeoverBound), runs, byJob, end)
+			r.checkKill(e, a)
 		case Stop:
 			r.Stops++
-			r.checkStop(e, events, runs, byJob, end)
+			r.checkStop(e, a)
 		case NetFault:
 			r.NetFaults++
 		case DBRestart:
 			r.DBRestarts++
-			r.checkResume(e, byJob, end)
+			f, _ := e.Fault()
+			r.StoreDown += f.To.Sub(f.From)
+			r.checkResume(e, a)
 		}
 	}
 	for i := range pods {
@@ -118,43 +130,51 @@ func next(byJob map[string][]Run, job string, t time.Time) (Run, bool) {
 	return Run{}, false
 }
 
-// faultAfter returns the time of the last database restart or network fault
-// within bound after t, else t. A job cannot run while its database is away, and
-// a lost acquire response leaves a lock no one knows it holds until it expires:
-// a takeover that spans such a fault is measured from the fault.
-func faultAfter(events []Event, t time.Time, bound time.Duration) time.Time {
-	from := t
-	for _, e := range events {
-		if (e.Kind == DBRestart || e.Kind == NetFault) && e.At.After(from) && e.At.Sub(t) <= bound {
-			from = e.At
-		}
+// lockUntil returns run's lock_until, or, for a run that did not record one, the
+// latest it can be (the lock was taken before the run started).
+func (a analysis) lockUntil(run Run) (time.Time, bool) {
+	if run.LockUntil.IsZero() {
+		return run.Started.Add(a.p.LockAtMostFor), false
 	}
-	return from
+	return run.LockUntil, true
 }
 
-func (r *Report) checkKill(e Event, from time.Time, runs []Run, byJob map[string][]Run, end time.Time) {
+// checkKill judges, for each run the SIGKILLed pod held a lock for, when the job
+// ran again: not before the dead holder's lock_until, and within Takeover.By.
+func (r *Report) checkKill(e Event, a analysis) {
 	held := false
-	for _, run := range runs {
-		// A run left open by an earlier fault (a database restart) is not this kill's.
-		if run.PID != e.PID || !run.Ended.IsZero() || e.At.Sub(run.Started) > r.TakeoverBound {
+	for _, run := range a.runs {
+		if run.PID != e.PID || !run.Ended.IsZero() {
 			continue
 		}
-		n, ok := next(byJob, run.Job, run.Started)
+		lockUntil, known := a.lockUntil(run)
+		if !e.At.Before(lockUntil) {
+			continue // its lock had expired: a run left open by an earlier fault, not this kill's
+		}
+		n, ok := next(a.byJob, run.Job, run.Started)
 		if ok && n.Started.Before(e.At) {
-			continue // over before the kill: cut off by an earlier fault, not by this kill
+			continue // over before the kill: cut off by an earlier fault (checkOverlaps judges it)
 		}
 		held = true
+		if !known {
+			r.violate("run %d of %s by %s (pid %d) recorded no lock_until: the lock row was missing under the lock",
+				run.ID, run.Job, e.Pod, e.PID)
+		}
+		t := Takeover{Job: run.Job, Killed: e.At, LockUntil: lockUntil, Next: n.Started,
+			EndLost: !known || StoreDown(a.faults, run.Started, e.At) > 0}
+		if v := t.Violation(a.faults, a.p.LockAtMostFor, r.Poll, a.end); v != "" {
+			r.violate("%s (holder %s, pid %d)", v, e.Pod, e.PID)
+		}
 		if !ok {
-			if end.Sub(from) > r.TakeoverBound {
-				r.violate("%s never ran again after SIGKILL of its holder %s (pid %d)", run.Job, e.Pod, e.PID)
-			}
 			continue
 		}
-		d := n.Started.Sub(from)
-		r.WorstTakeover = max(r.WorstTakeover, d)
-		if d > r.TakeoverBound {
-			r.violate("%s ran again %v after SIGKILL of its holder %s (pid %d) (or after a fault that followed): bound %v",
-				run.Job, d, e.Pod, e.PID, r.TakeoverBound)
+		r.Takeovers++
+		if d := n.Started.Sub(e.At); d > r.WorstTakeover {
+			r.WorstTakeover = d
+			r.WorstTakeoverWhat = fmt.Sprintf("%s after SIGKILL of %s, pid %d", run.Job, e.Pod, e.PID)
+		}
+		if d := n.Started.Sub(lockUntil); d > r.WorstBeyond || r.Takeovers == 1 {
+			r.WorstBeyond, r.WorstBeyondAllowed = d, t.By(a.faults, a.p.LockAtMostFor, r.Poll).Sub(lockUntil)
 		}
 	}
 	if held {
@@ -162,16 +182,18 @@ func (r *Report) checkKill(e Event, from time.Time, runs []Run, byJob map[string
 	}
 }
 
-func (r *Report) checkStop(e Event, events []Event, runs []Run, byJob map[string][]Run, end time.Time) {
+// checkStop judges, for each run the stopped pod was in, when the job ran again:
+// its lock is released at the run's end, and kept only for LockAtLeastFor.
+func (r *Report) checkStop(e Event, a analysis) {
 	held := false
-	for _, run := range runs {
-		// A run open for longer than a takeover before the stop was cut off by an
-		// earlier fault (a database restart), not by this stop.
-		if run.PID != e.PID || run.Started.After(e.At) || (!run.Ended.IsZero() && run.Ended.Before(e.At)) ||
-			e.At.Sub(run.Started) > r.TakeoverBound {
+	for _, run := range a.runs {
+		if run.PID != e.PID || run.Started.After(e.At) || (!run.Ended.IsZero() && run.Ended.Before(e.At)) {
 			continue
 		}
-		n, ok := next(byJob, run.Job, run.Started)
+		if lockUntil, _ := a.lockUntil(run); !e.At.Before(lockUntil) {
+			continue // its lock had expired: a run left open by an earlier fault, not this stop's
+		}
+		n, ok := next(a.byJob, run.Job, run.Started)
 		if ok && n.Started.Before(e.At) {
 			continue // over before the stop
 		}
@@ -180,23 +202,21 @@ func (r *Report) checkStop(e Event, events []Event, runs []Run, byJob map[string
 			r.violate("run %d of %s by %s (pid %d) recorded no end despite a graceful stop", run.ID, run.Job, e.Pod, e.PID)
 			continue
 		}
+		w := Wait{Free: run.Ended.Add(a.p.LockAtLeastFor), Since: run.Ended}
+		by := RunAgainBy(w, a.faults, a.p.LockAtMostFor, r.Poll)
 		if !ok {
-			if end.Sub(run.Ended) > r.GracefulBound {
+			if a.end.After(by) {
 				r.violate("%s never ran again after a graceful stop of %s (pid %d)", run.Job, e.Pod, e.PID)
 			}
 			continue
 		}
-		from, bound := run.Ended, r.GracefulBound
-		if f := faultAfter(events, from, r.TakeoverBound); f != from {
-			from, bound = f, r.TakeoverBound // see faultAfter
-		}
-		d := n.Started.Sub(from)
-		if bound == r.GracefulBound {
+		d := n.Started.Sub(run.Ended)
+		if by.Equal(w.Free.Add(r.Poll)) {
 			r.WorstGraceful = max(r.WorstGraceful, d)
 		}
-		if d > bound {
-			r.violate("%s ran again %v after a graceful stop of its holder %s (pid %d): bound %v (LockAtMostFor waited out?)",
-				run.Job, d, e.Pod, e.PID, bound)
+		if n.Started.After(by) {
+			r.violate("%s ran again %v after a graceful stop of its holder %s (pid %d): allowed %v (LockAtMostFor waited out?)",
+				run.Job, d, e.Pod, e.PID, by.Sub(run.Ended))
 		}
 	}
 	if held {
@@ -204,21 +224,24 @@ func (r *Report) checkStop(e Event, events []Event, runs []Run, byJob map[string
 	}
 }
 
-// checkResume: once the database is back, every job runs again within the
-// takeover bound, without any pod being restarted.
-func (r *Report) checkResume(e Event, byJob map[string][]Run, end time.Time) {
+// checkResume: once the database is back, every job runs again without any pod
+// being restarted, once whatever lock was held or half taken when it went down
+// has expired: LockAtMostFor after it came back at the latest.
+func (r *Report) checkResume(e Event, a analysis) {
+	w := Wait{Free: e.At.Add(a.p.LockAtMostFor), Since: e.At}
+	by := RunAgainBy(w, a.faults, a.p.LockAtMostFor, r.Poll)
 	for _, job := range Jobs {
-		n, ok := next(byJob, job, e.At)
+		n, ok := next(a.byJob, job, e.At)
 		if !ok {
-			if end.Sub(e.At) > r.TakeoverBound {
+			if a.end.After(by) {
 				r.violate("%s never ran again after the database restart", job)
 			}
 			continue
 		}
 		d := n.Started.Sub(e.At)
 		r.WorstResume = max(r.WorstResume, d)
-		if d > r.TakeoverBound {
-			r.violate("%s ran again %v after the database came back: bound %v", job, d, r.TakeoverBound)
+		if n.Started.After(by) {
+			r.violate("%s ran again %v after the database came back: allowed %v", job, d, by.Sub(e.At))
 		}
 	}
 }
@@ -227,19 +250,26 @@ func (r *Report) checkResume(e Event, byJob map[string][]Run, end time.Time) {
 func (r Report) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "pods %d, runs %d, SIGKILLs %d (%d of a holder), graceful stops %d (%d of a holder), "+
-		"network faults %d, database restarts %d\n",
-		r.Pods, r.Runs, r.Kills, r.HolderKills, r.Stops, r.HolderStops, r.NetFaults, r.DBRestarts)
-	fmt.Fprintf(&b, "overlaps %d; worst takeover after SIGKILL %v (bound %v); worst next run after graceful stop %v (bound %v)",
-		r.Overlaps, r.WorstTakeover.Round(time.Millisecond), r.TakeoverBound, r.WorstGraceful.Round(time.Millisecond), r.GracefulBound)
+		"network faults %d, database restarts %d (down %v)\n",
+		r.Pods, r.Runs, r.Kills, r.HolderKills, r.Stops, r.HolderStops, r.NetFaults, r.DBRestarts, r.StoreDown.Round(time.Millisecond))
+	fmt.Fprintf(&b, "overlaps %d; worst next run after graceful stop %v (no fault; allowed LockAtLeastFor + %v)",
+		r.Overlaps, r.WorstGraceful.Round(time.Millisecond), r.Poll)
 	if r.DBRestarts > 0 {
 		fmt.Fprintf(&b, "; worst resume after database restart %v", r.WorstResume.Round(time.Millisecond))
 	}
+	fmt.Fprintf(&b, "\ntakeovers after SIGKILL %d", r.Takeovers)
+	if r.Takeovers > 0 {
+		fmt.Fprintf(&b, ": worst %v after the kill (%s); worst %v beyond the dead holder's lock_until (allowed %v)",
+			r.WorstTakeover.Round(time.Millisecond), r.WorstTakeoverWhat,
+			r.WorstBeyond.Round(time.Millisecond), r.WorstBeyondAllowed.Round(time.Millisecond))
+	}
+	b.WriteString("\n")
 	pods := make([]string, 0, len(r.RunsPerPod))
 	for pod := range r.RunsPerPod {
 		pods = append(pods, pod)
 	}
 	slices.Sort(pods)
-	b.WriteString("\nruns per pod:")
+	b.WriteString("runs per pod:")
 	for _, pod := range pods {
 		fmt.Fprintf(&b, " %s %v", pod, r.RunsPerPod[pod])
 	}

@@ -4,9 +4,9 @@
 // each crash and each graceful stop.
 //
 // A pod (RunPod) runs two fixed-delay jobs under shedlock. Each run writes its
-// start to the journal as its first act under the lock and its end as its last,
-// both from the database clock, so a journal interval lies inside the time the
-// lock was held. The supervisor (Supervise) starts the pods, SIGKILLs or SIGTERMs
+// start, with the lock's lock_until, to the journal as its first act under the
+// lock and its end as its last, both from the database clock, so a journal
+// interval lies inside the time the lock was held. The supervisor (Supervise) starts the pods, SIGKILLs or SIGTERMs
 // one every few seconds, restarts it, and records each event, again with the
 // database clock. Analyze reads the two together.
 package chaos
@@ -26,6 +26,9 @@ type Run struct {
 	PID     int
 	Started time.Time
 	Ended   time.Time // zero: the run never recorded its end
+	// LockUntil is the lock's lock_until as the run read it, its first act under
+	// the lock: how long the lock outlives the run's pod if it is killed.
+	LockUntil time.Time
 }
 
 // CreateJournal creates the journal table if it does not exist.
@@ -36,7 +39,8 @@ func CreateJournal(ctx context.Context, db *sql.DB, table string) error {
 		pod     VARCHAR(64) NOT NULL,
 		pid     INT NOT NULL,
 		started DATETIME(6) NOT NULL,
-		ended   DATETIME(6) NULL
+		ended   DATETIME(6) NULL,
+		lock_until DATETIME(6) NULL
 	) ENGINE=InnoDB`)
 	if err != nil {
 		return fmt.Errorf("chaos: create journal %s: %w", table, err)
@@ -48,7 +52,8 @@ func CreateJournal(ctx context.Context, db *sql.DB, table string) error {
 func ReadJournal(ctx context.Context, db *sql.DB, table string) ([]Run, error) {
 	rows, err := db.QueryContext(ctx, "SELECT id, job, pod, pid, "+
 		"TIMESTAMPDIFF(MICROSECOND, '1970-01-01', started), "+
-		"COALESCE(TIMESTAMPDIFF(MICROSECOND, '1970-01-01', ended), 0) FROM "+table+" ORDER BY started, id")
+		"COALESCE(TIMESTAMPDIFF(MICROSECOND, '1970-01-01', ended), 0), "+
+		"COALESCE(TIMESTAMPDIFF(MICROSECOND, '1970-01-01', lock_until), 0) FROM "+table+" ORDER BY started, id")
 	if err != nil {
 		return nil, fmt.Errorf("chaos: read journal: %w", err)
 	}
@@ -56,13 +61,16 @@ func ReadJournal(ctx context.Context, db *sql.DB, table string) ([]Run, error) {
 	var runs []Run
 	for rows.Next() {
 		var r Run
-		var started, ended int64
-		if err := rows.Scan(&r.ID, &r.Job, &r.Pod, &r.PID, &started, &ended); err != nil {
+		var started, ended, lockUntil int64
+		if err := rows.Scan(&r.ID, &r.Job, &r.Pod, &r.PID, &started, &ended, &lockUntil); err != nil {
 			return nil, fmt.Errorf("chaos: read journal: %w", err)
 		}
 		r.Started = time.UnixMicro(started).UTC()
 		if ended != 0 {
 			r.Ended = time.UnixMicro(ended).UTC()
+		}
+		if lockUntil != 0 {
+			r.LockUntil = time.UnixMicro(lockUntil).UTC()
 		}
 		runs = append(runs, r)
 	}

@@ -62,13 +62,19 @@ func RunPod(ctx context.Context, c PodConfig) error {
 	return nil
 }
 
-// task journals one run: start, work, end, each from the database clock and on
-// the journal's own pool, so that faults on the lock's connections cannot lose
-// the record of a run.
+// lockUntilUTC reads the lock table's lock_until, a TIMESTAMP, as a UTC DATETIME
+// whatever the session's time zone: UNIX_TIMESTAMP of a TIMESTAMP column is
+// its stored instant, and the rest is arithmetic.
+const lockUntilUTC = "TIMESTAMPADD(MICROSECOND, ROUND(UNIX_TIMESTAMP(lock_until) * 1000000), '1970-01-01')"
+
+// task journals one run: start (with the lock's lock_until), work, end, each
+// from the database clock and on the journal's own pool, so that faults on the
+// lock's connections cannot lose the record of a run.
 func (c PodConfig) task(job string) func(ctx context.Context) error {
 	return func(ctx context.Context) error {
-		res, err := c.DB.ExecContext(ctx, "INSERT INTO "+c.Journal+
-			" (job, pod, pid, started) VALUES (?, ?, ?, UTC_TIMESTAMP(6))", job, c.Pod, os.Getpid())
+		res, err := c.DB.ExecContext(ctx, "INSERT INTO "+c.Journal+" (job, pod, pid, started, lock_until) "+
+			"VALUES (?, ?, ?, UTC_TIMESTAMP(6), (SELECT "+lockUntilUTC+" FROM "+c.Table+" WHERE name = ?))",
+			job, c.Pod, os.Getpid(), job)
 		if err != nil {
 			return fmt.Errorf("journal start: %w", err)
 		}

@@ -27,13 +27,26 @@ const (
 )
 
 // Event is one action of the supervisor, timed by the database clock: for Kill,
-// after the process had died; for Stop, before the signal was sent; for DBRestart,
-// once the database answered again.
+// after the process had died; for Stop, before the signal was sent; for DBRestart
+// and NetFault, when the fault was over (the database answered again).
 type Event struct {
 	Kind EventKind
 	Pod  string
 	PID  int
 	At   time.Time
+	From time.Time // DBRestart and NetFault: when the fault began (before the database was stopped)
+}
+
+// Fault returns the span of a DBRestart or NetFault event.
+func (e Event) Fault() (Fault, bool) {
+	if e.Kind != DBRestart && e.Kind != NetFault {
+		return Fault{}, false
+	}
+	from := e.From
+	if from.IsZero() {
+		from = e.At
+	}
+	return Fault{From: from, To: e.At, Outage: e.Kind == DBRestart}, true
 }
 
 // SupervisorConfig configures Supervise.
@@ -107,6 +120,10 @@ func Supervise(ctx context.Context, c SupervisorConfig) (events []Event, end tim
 		}
 		i := c.pickVictim(ctx, procs)
 		if c.NetFault != nil && n%3 == 1 {
+			from, err := DBNow(ctx, c.DB)
+			if err != nil {
+				return events, end, err
+			}
 			what, err := c.NetFault(ctx, procs[i].pod)
 			if err != nil {
 				return events, end, err
@@ -115,7 +132,7 @@ func Supervise(ctx context.Context, c SupervisorConfig) (events []Event, end tim
 			if err != nil {
 				return events, end, err
 			}
-			events = append(events, Event{Kind: NetFault, Pod: procs[i].pod, PID: procs[i].cmd.Process.Pid, At: at})
+			events = append(events, Event{Kind: NetFault, Pod: procs[i].pod, PID: procs[i].cmd.Process.Pid, At: at, From: from})
 			c.Log.Info("chaos", "event", NetFault, "pod", procs[i].pod, "fault", what, "elapsed", elapsed.Round(time.Second))
 			continue
 		}
@@ -278,19 +295,22 @@ func (c SupervisorConfig) covered(ctx context.Context) bool {
 }
 
 func (c SupervisorConfig) restartDB(ctx context.Context) (Event, error) {
+	from, err := DBNow(ctx, c.DB)
+	if err != nil {
+		return Event{}, err
+	}
 	c.Log.Info("chaos: restarting the database")
 	if err := c.RestartDB(ctx); err != nil {
 		return Event{}, fmt.Errorf("chaos: restart database: %w", err)
 	}
 	// The pool's connections died with the server; the first query may find one.
 	var at time.Time
-	var err error
 	for range 5 {
 		if at, err = DBNow(ctx, c.DB); err == nil {
 			break
 		}
 	}
-	return Event{Kind: DBRestart, At: at}, err
+	return Event{Kind: DBRestart, At: at, From: from}, err
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

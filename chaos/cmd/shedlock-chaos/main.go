@@ -209,7 +209,17 @@ func (ps *proxies) fault(ctx context.Context, pod string) (string, error) {
 		select {
 		case <-fired:
 		case <-time.After(5 * time.Second):
-			return "reset on next request (did not fire)", nil
+			if p.Disarm() {
+				// Left armed, it would fire later, outside the span the event records.
+				return "reset on next request (did not fire; disarmed)", nil
+			}
+			// Taken by a request just now: its response is on the way, unless the
+			// connection died first (the request's read timeout is 3s).
+			select {
+			case <-fired:
+			case <-time.After(5 * time.Second):
+				return "reset on next request (taken, response never came)", nil
+			}
 		case <-ctx.Done():
 			return "", ctx.Err()
 		}

@@ -118,6 +118,16 @@ func (p *Proxy) ResetOnNextRequest(forward bool) <-chan struct{} {
 	return tr.fired
 }
 
+// Disarm removes a ResetOnNextRequest fault that has not fired, and reports
+// whether there was one. A request that has already taken it is not affected.
+func (p *Proxy) Disarm() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	armed := p.trap != nil
+	p.trap = nil
+	return armed
+}
+
 // Close stops listening, resets every connection and waits for all of the
 // proxy's goroutines to end.
 func (p *Proxy) Close() error {

@@ -148,9 +148,14 @@ func TestDown(t *testing.T) {
 	if _, err := roundTrip(c, r, "x"); err == nil {
 		t.Fatal("open connection: want it reset when the database goes down")
 	}
-	c2, r2 := dial(t, p)
-	if _, err := roundTrip(c2, r2, "x"); err == nil {
-		t.Fatal("new connection while down: want it reset")
+	// A new connection while down is reset: at the dial itself, or at its first
+	// request, depending on whether the reset lands before the handshake completes.
+	if c2, err := net.Dial("tcp", p.Addr()); err == nil {
+		t.Cleanup(func() { c2.Close() })
+		_ = c2.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := roundTrip(c2, bufio.NewReader(c2), "x"); err == nil {
+			t.Fatal("new connection while down: want it reset")
+		}
 	}
 	p.SetDown(false)
 	c3, r3 := dial(t, p)
@@ -159,5 +164,23 @@ func TestDown(t *testing.T) {
 	}
 	if st := p.Stats(); st.Refused != 1 || st.Resets < 1 {
 		t.Errorf("stats %+v: want 1 refused and the open connection reset", st)
+	}
+}
+
+func TestDisarm(t *testing.T) {
+	s, p := setup(t)
+	c, r := dial(t, p)
+	p.ResetOnNextRequest(false)
+	if !p.Disarm() {
+		t.Fatal("Disarm found no armed fault")
+	}
+	if got, err := roundTrip(c, r, "after"); err != nil || got != "after\n" {
+		t.Fatalf("round trip after Disarm: %q, %v", got, err)
+	}
+	if n := s.received(); n != 1 {
+		t.Fatalf("server got %d lines, want 1", n)
+	}
+	if p.Disarm() {
+		t.Error("Disarm found a fault armed twice")
 	}
 }

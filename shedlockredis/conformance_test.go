@@ -1,0 +1,15 @@
+package shedlockredis_test
+
+import (
+	"testing"
+
+	"github.com/shedlock-go/shedlock/shedlocktest"
+)
+
+func TestConformance(t *testing.T) {
+	shedlocktest.Run(t, newStore)
+}
+
+func TestContention(t *testing.T) {
+	shedlocktest.RunContention(t, newStore, shedlocktest.Contention{})
+}

@@ -1,0 +1,41 @@
+package shedlockredis
+
+// releaseScript releases a lock while the key still holds this acquisition's
+// value (ARGV[1]); 1 if it did, 0 if the lock was no longer ours.
+//
+// It keeps the lock until LockAtLeastFor after it was taken, measured by the
+// server's clock alone: the client tracks, in server milliseconds, how long the
+// lock had been held when its time to live was last set (by SET or an Extend),
+// and sends LockAtLeastFor less that (ARGV[2]) with the time to live it set then
+// (ARGV[3]). ARGV[3] - PTTL is the time since, so what is left to keep is
+// ARGV[2] - (ARGV[3] - PTTL). No instant from the client's clock is used, so a
+// skewed or jumping client clock cannot shorten or lengthen the hold.
+//
+// A key without a time to live (PTTL -1, someone ran PERSIST) keeps ARGV[2]:
+// longer than needed rather than shorter.
+const releaseScript = `
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+local keep = tonumber(ARGV[2])
+local pttl = redis.call('PTTL', KEYS[1])
+if pttl >= 0 then keep = keep - (tonumber(ARGV[3]) - pttl) end
+if keep > 0 then
+  redis.call('PEXPIRE', KEYS[1], keep)
+else
+  redis.call('DEL', KEYS[1])
+end
+return 1
+`
+
+// extendScript sets the key's time to live to ARGV[2] milliseconds while it
+// still holds this acquisition's value (ARGV[1]). It returns the time to live
+// the key had before (PTTL: >= 0, or -1 for none), which tells the client how
+// long the lock had been held; -3 when the lock was no longer ours.
+const extendScript = `
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -3 end
+local pttl = redis.call('PTTL', KEYS[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return pttl
+`
+
+// extendNotOurs is what extendScript returns when the value is not ours.
+const extendNotOurs = -3
