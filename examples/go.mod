@@ -10,10 +10,13 @@ require (
 require (
 	github.com/go-sql-driver/mysql v1.10.1
 	github.com/prometheus/client_golang v1.23.2
+	github.com/redis/go-redis/v9 v9.22.0
 	github.com/robfig/cron/v3 v3.0.1
 	github.com/shedlock-go/shedlock/internal/testkit v0.0.0
 	modernc.org/sqlite v1.62.0
 )
+
+require go.uber.org/atomic v1.11.0 // indirect
 
 require (
 	dario.cat/mergo v1.0.2 // indirect
@@ -40,7 +43,7 @@ require (
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
-	github.com/jackc/pgx/v5 v5.12.0 // indirect
+	github.com/jackc/pgx/v5 v5.12.0
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
 	github.com/klauspost/compress v1.20.1 // indirect
 	github.com/lib/pq v1.12.3 // indirect
@@ -65,6 +68,7 @@ require (
 	github.com/prometheus/common v0.66.1 // indirect
 	github.com/prometheus/procfs v0.16.1 // indirect
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
+	github.com/shedlock-go/shedlock/shedlockredis v0.0.0
 	github.com/shirou/gopsutil/v4 v4.26.6 // indirect
 	github.com/sirupsen/logrus v1.10.2 // indirect
 	github.com/stretchr/testify v1.12.1 // indirect
@@ -97,3 +101,5 @@ replace github.com/shedlock-go/shedlock v0.0.0 => ..
 replace github.com/shedlock-go/shedlock/internal/testkit v0.0.0 => ../internal/testkit
 
 replace github.com/shedlock-go/shedlock/shedlockprom v0.0.0 => ../shedlockprom
+
+replace github.com/shedlock-go/shedlock/shedlockredis v0.0.0 => ../shedlockredis
