@@ -44,6 +44,9 @@ func (f JobFunc) RunContext(ctx context.Context) error { return f(ctx) }
 //
 // After Stop it does not panic, since shutdown may race with registration: it
 // logs a warning and the wrapped job never runs.
+//
+// The job keeps the executor's keep-alive setting (WithKeepAlive); Wrap takes
+// job options for one job.
 func (e *Executor) WithLock(name string, lockAtMostFor, lockAtLeastFor time.Duration) cron.JobWrapper {
 	cfg := LockConfig{Name: name, LockAtMostFor: lockAtMostFor, LockAtLeastFor: lockAtLeastFor}
 	if err := e.register(cfg); err != nil {
@@ -61,21 +64,27 @@ func (e *Executor) WithLock(name string, lockAtMostFor, lockAtLeastFor time.Dura
 			panic(fmt.Errorf("shedlock: lock %q: a WithLock wrapper applied to a second job; call WithLock once per job", name))
 		}
 		used = true
-		return e.lockedJob(cfg, j)
+		return e.lockedJob(cfg, j, jobOptions{keepAlive: e.keepAlive})
 	}
 }
 
-// Wrap returns job wrapped to run under cfg's lock. It returns the errors
-// FixedDelay does: ErrInvalidOption for an executor made with a bad option,
-// ErrInvalidConfig, ErrInvalidJob for a nil job, ErrDuplicateName and ErrStopped.
-func (e *Executor) Wrap(cfg LockConfig, job cron.Job) (cron.Job, error) {
+// Wrap returns job wrapped to run under cfg's lock, with job options such as
+// KeepAlive(true) (WithLock takes none: use Wrap for them). It returns the
+// errors FixedDelay does: ErrInvalidOption for an executor made with a bad
+// option or a nil job option, ErrInvalidConfig, ErrInvalidJob for a nil job,
+// ErrDuplicateName and ErrStopped.
+func (e *Executor) Wrap(cfg LockConfig, job cron.Job, opts ...JobOption) (cron.Job, error) {
 	if job == nil {
 		return nil, fmt.Errorf("%w: lock %q: Wrap: nil job", ErrInvalidJob, cfg.Name)
+	}
+	o, err := e.jobOptions(cfg.Name, opts)
+	if err != nil {
+		return nil, err
 	}
 	if err := e.register(cfg); err != nil {
 		return nil, err
 	}
-	return e.lockedJob(cfg, job), nil
+	return e.lockedJob(cfg, job, o), nil
 }
 
 func (e *Executor) register(cfg LockConfig) error {
@@ -87,7 +96,7 @@ func (e *Executor) register(cfg LockConfig) error {
 	return e.registerLocked(cfg.Name)
 }
 
-func (e *Executor) lockedJob(cfg LockConfig, j cron.Job) cron.Job {
+func (e *Executor) lockedJob(cfg LockConfig, j cron.Job, o jobOptions) cron.Job {
 	task := func(ctx context.Context) error {
 		j.Run()
 		return nil
@@ -96,6 +105,6 @@ func (e *Executor) lockedJob(cfg LockConfig, j cron.Job) cron.Job {
 		task = cj.RunContext
 	}
 	return cron.FuncJob(func() {
-		_, _ = e.Run(e.base, cfg, task) // Run logs what fails
+		_, _ = e.run(e.base, cfg, task, o) // run logs what fails
 	})
 }

@@ -25,6 +25,10 @@
 //	│     max(locked_at + LockAtLeastFor, now) ◀──────────┘   │
 //	└──── now passes lock_until (A crashed or hung) ◀─────────┘
 //
+// On PostgreSQL the INSERT and the UPDATE are one statement, INSERT ... ON
+// CONFLICT (name) DO UPDATE ... WHERE lock_until <= now, sent for every
+// acquisition.
+//
 // Only the owner (locked_by, unique per provider instance) can release or extend,
 // and a provider never lets an old handle release a newer acquisition of its own.
 //
@@ -40,7 +44,12 @@
 //     its lock_until, and the error (ErrReleaseFailed) says so.
 //   - The task runs too long: its context ends shortly before LockAtMostFor runs
 //     out, with ErrLockExpired as the cause; this process never starts a second run
-//     of the same name while the first is still going.
+//     of the same name while the first is still going. With keep-alive
+//     (WithKeepAlive, or the job option KeepAlive) the lock is extended instead,
+//     every third of LockAtMostFor, and the context's deadline moves with it.
+//   - The lock is taken away while keep-alive runs (its row deleted or stolen),
+//     or no extension succeeds in time: the task's context ends with a cause
+//     wrapping ErrLockLost, before another instance could take the lock.
 //   - The task calls runtime.Goexit: its goroutine still ends, but only after the
 //     lock is released; the Goexit is logged at error level. A fixed-delay loop
 //     runs each task in a goroutine of its own, so the loop goes on.
@@ -54,6 +63,23 @@
 // name ("job", "JOB" and "job " are one row under MySQL's default collations), so
 // they are refused too. A config the provider would refuse on every run (see
 // ConfigChecker) is refused at registration.
+//
+// # The task's context
+//
+// A task's context carries its lock: LockFromContext returns it, so that the
+// task can Extend it by hand (the context's deadline follows), and AssertLocked
+// tells code that must only run under a lock whether it does
+// (shedlocktest.LockedContext satisfies it in unit tests). The context's cause
+// says why it ended: ErrStopped, ErrLockExpired, ErrLockLost, or the caller's.
+//
+// # Seeing what the locks do
+//
+// Listeners (WithListener) receive every event of every run: attempt, skip and
+// why, store error, acquisition, extension, loss, the task's end and result,
+// release. They are called from a goroutine of the executor's own, so a slow
+// one holds no lock; the modules shedlockprom and shedlockotel turn the events
+// into Prometheus metrics and OpenTelemetry metrics and spans. Logs stay on
+// log/slog; WithSkipLogLevel raises skipped runs from debug.
 //
 // # Shutdown
 //

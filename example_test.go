@@ -132,6 +132,33 @@ func ExampleNewMySQLProvider() {
 	// ... the job ...
 }
 
+// With pgx (import _ "github.com/jackc/pgx/v5/stdlib") or lib/pq (driver
+// "postgres"); behind a pooler in transaction mode, pgx's simple protocol.
+func ExampleNewPostgresProvider() {
+	db, err := sql.Open("pgx", "postgres://app@db:5432/app?default_query_exec_mode=simple_protocol")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer db.Close()
+	p, err := shedlock.NewPostgresProvider(db, shedlock.WithTableName("jobs.shedlock"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer p.Close()
+	ex := shedlock.NewExecutor(p)
+	ran, err := ex.Run(context.Background(), shedlock.LockConfig{Name: "report", LockAtMostFor: time.Minute},
+		func(ctx context.Context) error {
+			// ... the job ...
+			return nil
+		})
+	if err != nil {
+		fmt.Println(err) // the store failed; the job did not run
+	}
+	_ = ran // false: another instance holds the lock
+}
+
 // Bad input is an error that names the lock and the field.
 func ExampleLockConfig_Validate() {
 	err := shedlock.LockConfig{Name: "report", LockAtMostFor: time.Minute, LockAtLeastFor: time.Hour}.Validate()

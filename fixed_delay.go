@@ -11,6 +11,7 @@ type fixedDelayLoop struct {
 	cfg   LockConfig
 	delay time.Duration
 	task  func(context.Context) error
+	opts  jobOptions
 }
 
 // FixedDelay registers a task to run under cfg's lock in a loop: run, wait delay
@@ -25,11 +26,17 @@ type fixedDelayLoop struct {
 // on this executor (names differing only by case or trailing spaces are one
 // name), and ErrStopped after Stop.
 //
+// Job options (KeepAlive) apply to every run; a nil one is ErrInvalidOption.
+//
 // Each run has a goroutine of its own, as each cron run does: a task that calls
 // runtime.Goexit ends that run (its lock is released and the Goexit logged), and
 // the loop goes on.
-func (e *Executor) FixedDelay(cfg LockConfig, delay time.Duration, task func(ctx context.Context) error) error {
+func (e *Executor) FixedDelay(cfg LockConfig, delay time.Duration, task func(ctx context.Context) error, opts ...JobOption) error {
 	if err := e.checkJob(cfg); err != nil {
+		return err
+	}
+	o, err := e.jobOptions(cfg.Name, opts)
+	if err != nil {
 		return err
 	}
 	if task == nil {
@@ -38,7 +45,7 @@ func (e *Executor) FixedDelay(cfg LockConfig, delay time.Duration, task func(ctx
 	if delay <= 0 {
 		return fmt.Errorf("%w: lock %q: FixedDelay needs a delay > 0, got %v", ErrInvalidJob, cfg.Name, delay)
 	}
-	l := &fixedDelayLoop{cfg: cfg, delay: delay, task: task}
+	l := &fixedDelayLoop{cfg: cfg, delay: delay, task: task, opts: o}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if err := e.registerLocked(cfg.Name); err != nil {
@@ -110,7 +117,7 @@ func (e *Executor) runOnce(l *fixedDelayLoop) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_, _ = e.Run(e.base, l.cfg, l.task) // Run logs what fails
+		_, _ = e.run(e.base, l.cfg, l.task, l.opts) // run logs what fails
 	}()
 	<-done
 }

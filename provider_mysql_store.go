@@ -72,35 +72,35 @@ func (s *mysqlStore) exec(ctx context.Context, which int, args ...any) (bool, er
 	return execChanged(ctx, p.stmts[which], args...)
 }
 
-func (s *mysqlStore) insert(ctx context.Context, name, token string, mostFor time.Duration) (bool, error) {
-	return s.exec(ctx, stmtInsert, name, mostFor.Microseconds(), token)
+func (s *mysqlStore) insert(ctx context.Context, a sqlArgs, mostFor time.Duration) (bool, error) {
+	return s.exec(ctx, stmtInsert, a.name, mostFor.Microseconds(), a.token)
 }
 
-func (s *mysqlStore) update(ctx context.Context, name, token string, mostFor time.Duration) (bool, error) {
-	return s.exec(ctx, stmtUpdate, mostFor.Microseconds(), token, name)
+func (s *mysqlStore) update(ctx context.Context, a sqlArgs, mostFor time.Duration) (bool, error) {
+	return s.exec(ctx, stmtUpdate, mostFor.Microseconds(), a.token, a.name)
 }
 
-func (s *mysqlStore) release(ctx context.Context, name, token string, leastFor time.Duration) (bool, error) {
+func (s *mysqlStore) release(ctx context.Context, a sqlArgs, leastFor time.Duration) (bool, error) {
 	least := leastFor.Microseconds()
-	changed, err := s.exec(ctx, stmtRelease, least, least, name, token)
+	changed, err := s.exec(ctx, stmtRelease, least, least, a.name, a.token)
 	if err != nil || changed {
 		return changed, err
 	}
-	return s.found(ctx, false, name, token)
+	return s.found(ctx, false, a)
 }
 
-func (s *mysqlStore) extend(ctx context.Context, name, token string, mostFor time.Duration) (bool, error) {
-	changed, err := s.exec(ctx, stmtExtend, mostFor.Microseconds(), name, token)
+func (s *mysqlStore) extend(ctx context.Context, a sqlArgs, mostFor time.Duration) (bool, error) {
+	changed, err := s.exec(ctx, stmtExtend, mostFor.Microseconds(), a.name, a.token)
 	if err != nil || changed {
 		return changed, err
 	}
-	return s.found(ctx, true, name, token)
+	return s.found(ctx, true, a)
 }
 
 // found runs a rare confirming SELECT COUNT(*) after an UPDATE reported 0 rows,
 // which MySQL also reports for a row left as it was: the row is this token's
 // (and, with unexpired, not expired) when it finds one.
-func (s *mysqlStore) found(ctx context.Context, unexpired bool, name, token string) (bool, error) {
+func (s *mysqlStore) found(ctx context.Context, unexpired bool, a sqlArgs) (bool, error) {
 	p, err := s.prepared(ctx)
 	if err != nil {
 		return false, err
@@ -110,7 +110,7 @@ func (s *mysqlStore) found(ctx context.Context, unexpired bool, name, token stri
 		q = p.ownedUnexpired
 	}
 	var n int
-	if err := s.db.QueryRowContext(ctx, q, name, token).Scan(&n); err != nil {
+	if err := s.db.QueryRowContext(ctx, q, a.name, a.token).Scan(&n); err != nil {
 		return false, err
 	}
 	return n > 0, nil

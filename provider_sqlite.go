@@ -157,20 +157,20 @@ func (s *sqliteStore) exec(ctx context.Context, which int, args ...any) (bool, e
 	return execChanged(ctx, stmts[which], args...)
 }
 
-func (s *sqliteStore) insert(ctx context.Context, name, token string, mostFor time.Duration) (bool, error) {
-	return s.exec(ctx, stmtInsert, name, mostFor.Milliseconds(), token)
+func (s *sqliteStore) insert(ctx context.Context, a sqlArgs, mostFor time.Duration) (bool, error) {
+	return s.exec(ctx, stmtInsert, a.name, mostFor.Milliseconds(), a.token)
 }
 
-func (s *sqliteStore) update(ctx context.Context, name, token string, mostFor time.Duration) (bool, error) {
-	return s.exec(ctx, stmtUpdate, mostFor.Milliseconds(), token, name)
+func (s *sqliteStore) update(ctx context.Context, a sqlArgs, mostFor time.Duration) (bool, error) {
+	return s.exec(ctx, stmtUpdate, mostFor.Milliseconds(), a.token, a.name)
 }
 
-func (s *sqliteStore) release(ctx context.Context, name, token string, leastFor time.Duration) (bool, error) {
-	return s.exec(ctx, stmtRelease, leastFor.Milliseconds(), name, token)
+func (s *sqliteStore) release(ctx context.Context, a sqlArgs, leastFor time.Duration) (bool, error) {
+	return s.exec(ctx, stmtRelease, leastFor.Milliseconds(), a.name, a.token)
 }
 
-func (s *sqliteStore) extend(ctx context.Context, name, token string, mostFor time.Duration) (bool, error) {
-	return s.exec(ctx, stmtExtend, mostFor.Milliseconds(), name, token)
+func (s *sqliteStore) extend(ctx context.Context, a sqlArgs, mostFor time.Duration) (bool, error) {
+	return s.exec(ctx, stmtExtend, mostFor.Milliseconds(), a.name, a.token)
 }
 
 // nameKey is the name itself: SQLite stores any text exactly, and the table's

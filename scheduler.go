@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -41,7 +42,11 @@ type Executor struct {
 	provider       LockProvider
 	log            *slog.Logger
 	releaseTimeout time.Duration
-	err            error // a bad option or a nil provider: every call returns it
+	keepAlive      bool
+	skipLevel      slog.Level
+	events         *eventQueue   // nil without listeners
+	attempts       atomic.Uint64 // numbers runs for listeners
+	err            error         // a bad option or a nil provider: every call returns it
 
 	base     context.Context // ends when Stop begins, with the cause ErrStopped
 	stopBase context.CancelCauseFunc
@@ -49,8 +54,9 @@ type Executor struct {
 	mu      sync.Mutex
 	stopped bool
 	started bool
-	running map[string]string // storeKey -> name, for names with a Run under way here
-	names   map[string]string // storeKey -> name registered by WithLock, Wrap and FixedDelay
+	running map[string]string   // storeKey -> name, for names with a Run under way here
+	leases  map[*lease]struct{} // tasks running: Stop ends their contexts
+	names   map[string]string   // storeKey -> name registered by WithLock, Wrap and FixedDelay
 	loops   []*fixedDelayLoop
 	runs    int           // Run calls under way
 	live    int           // Run calls and fixed-delay loops under way
@@ -72,8 +78,12 @@ func NewExecutor(p LockProvider, opts ...ExecutorOption) *Executor {
 		provider:       p,
 		log:            o.logger,
 		releaseTimeout: o.releaseTimeout,
+		keepAlive:      o.keepAlive,
+		skipLevel:      o.skipLevel,
+		events:         newEventQueue(o.listeners, o.logger),
 		err:            err,
 		running:        make(map[string]string),
+		leases:         make(map[*lease]struct{}),
 		names:          make(map[string]string),
 		idle:           make(chan struct{}),
 	}
@@ -87,12 +97,22 @@ func NewExecutor(p LockProvider, opts ...ExecutorOption) *Executor {
 // name, is not an error: Run returns (false, nil). A store failure returns the
 // error and the task does not run. The task's context ends when ctx does, when
 // Stop is called (its cause is then ErrStopped), and shortly before the lock's
-// LockAtMostFor runs out (its cause is then ErrLockExpired). The lock is released
-// when the task returns, fails, panics or calls runtime.Goexit, with a context of
-// its own; a panic is returned as ErrTaskPanicked. A Goexit still ends the
-// calling goroutine, after the release, and is logged at error level. After Stop,
-// Run returns ErrStopped and runs nothing.
+// LockAtMostFor runs out (its cause is then ErrLockExpired); with keep-alive
+// (WithKeepAlive) the lock is extended instead, and the context ends with a
+// cause wrapping ErrLockLost if the lock is lost. The context carries the lock
+// (LockFromContext, AssertLocked), and its deadline moves when the lock is
+// extended. The lock is released when the task returns, fails, panics or calls
+// runtime.Goexit, with a context of its own; a panic is returned as
+// ErrTaskPanicked. A Goexit still ends the calling goroutine, after the release,
+// and is logged at error level. After Stop, Run returns ErrStopped and runs
+// nothing.
 func (e *Executor) Run(ctx context.Context, cfg LockConfig, task func(ctx context.Context) error) (ran bool, err error) {
+	return e.RunWith(ctx, cfg, task)
+}
+
+// RunWith is Run with job options, such as KeepAlive(true). A nil option is
+// ErrInvalidOption.
+func (e *Executor) RunWith(ctx context.Context, cfg LockConfig, task func(ctx context.Context) error, opts ...JobOption) (ran bool, err error) {
 	if e.err != nil {
 		return false, e.err
 	}
@@ -102,19 +122,40 @@ func (e *Executor) Run(ctx context.Context, cfg LockConfig, task func(ctx contex
 	if task == nil {
 		return false, fmt.Errorf("%w: lock %q: nil task", ErrInvalidJob, cfg.Name)
 	}
-	key := storeKey(cfg.Name)
-	if entered, err := e.enter(key, cfg.Name); !entered {
-		if err == nil {
-			e.log.DebugContext(ctx, "shedlock: skipped, still running in this process", "lock", cfg.Name)
-		}
+	o, err := e.jobOptions(cfg.Name, opts)
+	if err != nil {
 		return false, err
+	}
+	return e.run(ctx, cfg, task, o)
+}
+
+// errGoexit stands for the error of a task that called runtime.Goexit.
+var errGoexit = errors.New("shedlock: task called runtime.Goexit")
+
+// run is Run on a checked config and task.
+func (e *Executor) run(ctx context.Context, cfg LockConfig, task func(ctx context.Context) error, o jobOptions) (ran bool, err error) {
+	key := storeKey(cfg.Name)
+	entered, err := e.enter(key, cfg.Name)
+	if err != nil {
+		return false, err
+	}
+	start := time.Now()
+	var id RunID
+	if e.events != nil {
+		id = RunID{e, e.attempts.Add(1)}
+		e.emit(ctx, Event{Kind: EventAttempt, Run: id, Config: cfg}, time.Time{})
+	}
+	if !entered {
+		e.log.Log(ctx, e.skipLevel, "shedlock: skipped, still running in this process", "lock", cfg.Name)
+		e.emit(ctx, Event{Kind: EventSkipped, Run: id, Config: cfg, Skip: SkipRunningHere}, start)
+		return false, nil
 	}
 	defer e.leave(key)
 
-	start := time.Now()
 	lock, err := e.provider.TryLock(ctx, cfg)
 	if errors.Is(err, ErrNotAcquired) {
-		e.log.DebugContext(ctx, "shedlock: skipped, lock held elsewhere", "lock", cfg.Name)
+		e.log.Log(ctx, e.skipLevel, "shedlock: skipped, lock held elsewhere", "lock", cfg.Name)
+		e.emit(ctx, Event{Kind: EventSkipped, Run: id, Config: cfg, Skip: SkipHeldElsewhere}, start)
 		return false, nil
 	}
 	if err != nil {
@@ -123,35 +164,83 @@ func (e *Executor) Run(ctx context.Context, cfg LockConfig, task func(ctx contex
 			level = slog.LevelDebug // the caller, or Stop, gave up: not a store failure
 		}
 		e.log.Log(ctx, level, "shedlock: could not take lock; task not run", "lock", cfg.Name, "error", err)
+		e.emit(ctx, Event{Kind: EventStoreError, Run: id, Config: cfg, Err: err}, start)
 		return false, err
 	}
 	if e.base.Err() != nil { // Stop began while the lock was being taken
-		return false, errors.Join(ErrStopped, e.release(ctx, cfg.Name, lock))
+		e.emit(ctx, Event{Kind: EventAcquired, Run: id, Config: cfg,
+			Until: start.Add(cfg.LockAtMostFor - leaseMargin(cfg.LockAtMostFor))}, start)
+		return false, errors.Join(ErrStopped, e.release(ctx, cfg, lock, id, start))
 	}
 
+	l := e.newLease(ctx, cfg, lock, start, o.keepAlive, id)
+	var taskStart time.Time
+	if e.events != nil {
+		taskStart = time.Now()
+	}
 	returned := false
 	defer func() {
 		if !returned { // runtime.Goexit: the goroutine ends, the lock must not stay
 			e.log.ErrorContext(ctx, "shedlock: task called runtime.Goexit; its goroutine ends, its lock is released",
 				"lock", cfg.Name)
-			_ = e.release(ctx, cfg.Name, lock)
+			cause := taskCause(l)
+			l.finish()
+			e.emit(ctx, Event{Kind: EventFinished, Run: id, Config: cfg, Err: errGoexit, Result: TaskFailed, Cause: cause}, taskStart)
+			_ = e.release(ctx, cfg, lock, id, start)
 		}
 	}()
-	taskErr := e.runTask(ctx, cfg, start, task)
+	panicked, taskErr := runTask(l, cfg.Name, task)
 	returned = true
+	cause := taskCause(l)
+	l.finish()
 
-	e.logTaskErr(ctx, cfg.Name, taskErr)
-	if relErr := e.release(ctx, cfg.Name, lock); relErr != nil {
+	result := e.taskResult(ctx, taskErr, panicked)
+	e.logTask(ctx, cfg.Name, taskErr, result)
+	e.emit(ctx, Event{Kind: EventFinished, Run: id, Config: cfg, Err: taskErr, Result: result, Cause: cause}, taskStart)
+	if relErr := e.release(ctx, cfg, lock, id, start); relErr != nil {
 		return true, errors.Join(taskErr, relErr)
 	}
 	return true, taskErr
 }
 
-func (e *Executor) logTaskErr(ctx context.Context, name string, err error) {
+// emit hands ev, stamped now, to the listeners; from, when set, is when what ev
+// reports began. Without listeners it does nothing.
+func (e *Executor) emit(ctx context.Context, ev Event, from time.Time) {
+	if e.events == nil {
+		return
+	}
+	ev.Time = time.Now()
+	if !from.IsZero() {
+		ev.Duration = ev.Time.Sub(from)
+	}
+	e.events.push(ctx, ev)
+}
+
+// taskCause is the cause of the task's context if it has ended, else nil.
+func taskCause(ctx context.Context) error {
+	if ctx.Err() == nil {
+		return nil
+	}
+	return context.Cause(ctx)
+}
+
+func (e *Executor) taskResult(ctx context.Context, err error, panicked bool) TaskResult {
 	switch {
+	case panicked:
+		return TaskPanicked
 	case err == nil:
-	case errors.Is(err, context.Canceled) && (ctx.Err() != nil || e.base.Err() != nil):
-		// Stopped by its caller or by Stop, as asked: not a failure.
+		return TaskOK
+	case (errors.Is(err, context.Canceled) || errors.Is(err, ErrStopped)) && (ctx.Err() != nil || e.base.Err() != nil):
+		return TaskCancelled // stopped by its caller or by Stop, as asked: not a failure
+	default:
+		return TaskFailed
+	}
+}
+
+func (e *Executor) logTask(ctx context.Context, name string, err error, result TaskResult) {
+	switch result {
+	case TaskOK:
+	case TaskCancelled:
 		e.log.InfoContext(ctx, "shedlock: task ended on cancellation", "lock", name, "error", err)
 	default:
 		e.log.ErrorContext(ctx, "shedlock: task failed", "lock", name, "error", err)
@@ -160,15 +249,18 @@ func (e *Executor) logTaskErr(ctx context.Context, name string, err error) {
 
 // release unlocks with a context of its own, so that a cancelled task context
 // cannot keep the lock held, and logs a failure.
-func (e *Executor) release(ctx context.Context, name string, lock Lock) error {
+func (e *Executor) release(ctx context.Context, cfg LockConfig, lock Lock, id RunID, start time.Time) error {
 	relCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.releaseTimeout)
 	defer cancel()
 	err := lock.Unlock(relCtx)
 	if err != nil {
 		e.log.ErrorContext(ctx, "shedlock: release failed; the lock stays held until its lock_until",
-			"lock", name, "error", err)
+			"lock", cfg.Name, "error", err)
+		e.emit(ctx, Event{Kind: EventReleaseFailed, Run: id, Config: cfg, Err: err}, start)
+		return err
 	}
-	return err
+	e.emit(ctx, Event{Kind: EventReleased, Run: id, Config: cfg}, start)
+	return nil
 }
 
 // enter marks key as running here. It refuses with ErrStopped once stopped, and
@@ -189,6 +281,27 @@ func (e *Executor) enter(key, name string) (bool, error) {
 	return true, nil
 }
 
+// addLease makes l's context end with ErrStopped on Stop, at once if Stop has
+// begun. The executor keeps the set itself rather than a context.AfterFunc per
+// run: a map entry costs a run nothing once the map has grown.
+func (e *Executor) addLease(l *lease) {
+	e.mu.Lock()
+	stopped := e.stopped
+	if !stopped {
+		e.leases[l] = struct{}{}
+	}
+	e.mu.Unlock()
+	if stopped {
+		l.cancel(ErrStopped)
+	}
+}
+
+func (e *Executor) removeLease(l *lease) {
+	e.mu.Lock()
+	delete(e.leases, l)
+	e.mu.Unlock()
+}
+
 func (e *Executor) leave(key string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -205,25 +318,14 @@ func (e *Executor) endLiveLocked() {
 	}
 }
 
-func (e *Executor) runTask(ctx context.Context, cfg LockConfig, start time.Time, task func(context.Context) error) (err error) {
-	// The context ends a little before the lock may expire, so the task can stop
-	// before another instance may take the lock.
-	margin := min(cfg.LockAtMostFor/10, 5*time.Second)
-	// start was read before TryLock sent its statement, so the store computed
-	// lock_until from a later now: this deadline is never past lock_until.
-	deadlineCtx, cancelDeadline := context.WithDeadlineCause(ctx, start.Add(cfg.LockAtMostFor-margin), ErrLockExpired)
-	defer cancelDeadline()
-	taskCtx, cancel := context.WithCancelCause(deadlineCtx)
-	defer cancel(nil)
-	stop := context.AfterFunc(e.base, func() { cancel(ErrStopped) })
-	defer stop()
-
+// runTask runs task on the lease, turning a panic into ErrTaskPanicked.
+func runTask(ctx context.Context, name string, task func(context.Context) error) (panicked bool, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("%w: lock %q: %v\n%s", ErrTaskPanicked, cfg.Name, r, debug.Stack())
+			panicked, err = true, fmt.Errorf("%w: lock %q: %v\n%s", ErrTaskPanicked, name, r, debug.Stack())
 		}
 	}()
-	return task(taskCtx)
+	return false, task(ctx)
 }
 
 // Stop ends the executor: no run starts after it, fixed-delay loops end, running
@@ -232,6 +334,10 @@ func (e *Executor) runTask(ctx context.Context, cfg LockConfig, start time.Time,
 // error wrapping ctx's error that names the tasks still running; with nothing
 // running it returns nil whatever ctx's state. If fixed-delay jobs were
 // registered but Start was never called, the error also wraps ErrNotStarted.
+//
+// With listeners (WithListener), Stop also waits, within ctx, until they have
+// received every event of the runs it waited for; events still queued when ctx
+// ends are delivered in the background.
 //
 // Call it before waiting for a cron scheduler's running jobs
 // (cron.Cron.Stop().Done()): Stop is what cancels them.
@@ -244,11 +350,19 @@ func (e *Executor) Stop(ctx context.Context) error {
 		}
 	}
 	notStarted := e.notStartedLocked()
+	leases := make([]*lease, 0, len(e.leases))
+	for l := range e.leases {
+		leases = append(leases, l)
+	}
 	e.mu.Unlock()
 	e.stopBase(ErrStopped)
+	for _, l := range leases {
+		l.cancel(ErrStopped)
+	}
 
 	select {
 	case <-e.idle:
+		e.events.wait(ctx)
 		return notStarted
 	case <-ctx.Done():
 	}

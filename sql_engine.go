@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -14,13 +15,29 @@ import (
 // row as asked: false from release or extend means the row is not this token's.
 // Every method runs the store's first-use checks before its first statement.
 type sqlStore interface {
-	insert(ctx context.Context, name, token string, mostFor time.Duration) (bool, error)
-	update(ctx context.Context, name, token string, mostFor time.Duration) (bool, error)
-	release(ctx context.Context, name, token string, leastFor time.Duration) (bool, error)
-	extend(ctx context.Context, name, token string, mostFor time.Duration) (bool, error)
+	insert(ctx context.Context, a sqlArgs, mostFor time.Duration) (bool, error)
+	update(ctx context.Context, a sqlArgs, mostFor time.Duration) (bool, error)
+	release(ctx context.Context, a sqlArgs, leastFor time.Duration) (bool, error)
+	extend(ctx context.Context, a sqlArgs, mostFor time.Duration) (bool, error)
 	// nameKey checks that the name column stores name exactly and returns what
 	// the column's collation makes of it: two names with one key are one row.
 	nameKey(ctx context.Context, name string) (string, error)
+}
+
+// sqlArgs are a lock's name and an acquisition's token as statement arguments
+// (both strings). Each is converted to an interface value once, the name when
+// the provider first sees it and the token when it is made, rather than for
+// every statement: each conversion is an allocation.
+type sqlArgs struct {
+	name, token any
+}
+
+// upsertStore is a sqlStore whose insert also takes an existing row when its
+// lock has run out (INSERT ... ON CONFLICT DO UPDATE ... WHERE): a false from
+// it means the lock is held, and no UPDATE need follow.
+type upsertStore interface {
+	sqlStore
+	upserts()
 }
 
 // sqlEngine is the lock algorithm every SQL provider shares: insert a name's row
@@ -50,7 +67,8 @@ func newSQLEngine(o providerOptions, store sqlStore) *sqlEngine {
 // column's collation makes of names and owners (digits compare as themselves in
 // every collation).
 func (e *sqlEngine) token() string {
-	return e.lockedBy + "." + strconv.FormatUint(e.acquired.Add(1), 10)
+	var n [20]byte
+	return e.lockedBy + "." + string(strconv.AppendUint(n[:0], e.acquired.Add(1), 10))
 }
 
 // tryLock makes one attempt. In steady state it is a single UPDATE. The first time
@@ -69,19 +87,22 @@ func (e *sqlEngine) tryLock(ctx context.Context, cfg LockConfig) (Lock, error) {
 			return nil, err
 		}
 	}
-	token := e.token()
+	args := sqlArgs{name: st.arg, token: e.token()}
 	now := time.Now()
 	if st.needsInsert(now, mostFor) {
-		ok, err := e.store.insert(ctx, cfg.Name, token, mostFor)
+		ok, err := e.store.insert(ctx, args, mostFor)
 		if err != nil {
 			return nil, fmt.Errorf("shedlock: acquire %q: %w", cfg.Name, err)
 		}
 		st.seen(now)
 		if ok {
-			return e.grant(cfg, token), nil
+			return e.grant(cfg, args), nil
+		}
+		if _, upserts := e.store.(upsertStore); upserts {
+			return nil, ErrNotAcquired
 		}
 	}
-	ok, err := e.store.update(ctx, cfg.Name, token, mostFor)
+	ok, err := e.store.update(ctx, args, mostFor)
 	if err != nil {
 		return nil, fmt.Errorf("shedlock: acquire %q: %w", cfg.Name, err)
 	}
@@ -89,18 +110,23 @@ func (e *sqlEngine) tryLock(ctx context.Context, cfg LockConfig) (Lock, error) {
 		return nil, ErrNotAcquired
 	}
 	st.seen(now)
-	return e.grant(cfg, token), nil
+	return e.grant(cfg, args), nil
 }
 
-func (e *sqlEngine) grant(cfg LockConfig, token string) *sqlLock {
-	l := &sqlLock{e: e, name: cfg.Name, token: token, leastFor: ceilMillis(cfg.LockAtLeastFor), turn: make(chan struct{}, 1)}
+func (e *sqlEngine) grant(cfg LockConfig, args sqlArgs) *sqlLock {
+	l := &sqlLock{e: e, name: cfg.Name, args: args, leastFor: ceilMillis(cfg.LockAtLeastFor), turn: make(chan struct{}, 1)}
 	return l
 }
 
 // ceilMillis rounds d up to a whole millisecond: stores keep lock times to the
-// millisecond, and a lock must never end earlier than asked.
+// millisecond, and a lock must never end earlier than asked. Within a
+// millisecond of the longest Duration, where rounding up would wrap around to a
+// negative duration and free the lock at once, it rounds down instead.
 func ceilMillis(d time.Duration) time.Duration {
 	if r := d % time.Millisecond; r != 0 {
+		if d > math.MaxInt64-time.Millisecond {
+			return d - r
+		}
 		d += time.Millisecond - r
 	}
 	return d
@@ -108,10 +134,10 @@ func ceilMillis(d time.Duration) time.Duration {
 
 // sqlLock is one acquisition by a SQL provider.
 type sqlLock struct {
-	e     *sqlEngine
-	name  string
-	token string
-	turn  chan struct{} // one Unlock or Extend at a time; waiting ends with ctx
+	e    *sqlEngine
+	name string
+	args sqlArgs       // the name and this acquisition's token
+	turn chan struct{} // one Unlock or Extend at a time; waiting ends with ctx
 
 	leastFor time.Duration // guarded by turn
 	done     bool          // released, or found lost; guarded by turn
@@ -143,7 +169,7 @@ func (l *sqlLock) Unlock(ctx context.Context) error {
 	var err error
 	for attempt := 0; ; attempt++ {
 		var ours bool
-		ours, err = l.e.store.release(ctx, l.name, l.token, l.leastFor)
+		ours, err = l.e.store.release(ctx, l.args, l.leastFor)
 		if err == nil {
 			l.done = true
 			if !ours {
@@ -181,7 +207,7 @@ func (l *sqlLock) Extend(ctx context.Context, lockAtMostFor, lockAtLeastFor time
 	if l.done {
 		return ErrLockLost
 	}
-	ours, err := l.e.store.extend(ctx, l.name, l.token, ceilMillis(lockAtMostFor))
+	ours, err := l.e.store.extend(ctx, l.args, ceilMillis(lockAtMostFor))
 	if err != nil {
 		return fmt.Errorf("shedlock: extend %q: %w", l.name, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"sync"
 	"testing"
@@ -28,7 +29,11 @@ func (s *countingStore) count() int {
 	return s.sent
 }
 
-func (s *countingStore) insert(_ context.Context, name, token string, _ time.Duration) (bool, error) {
+// strings returns the name and token the engine sends as statement arguments.
+func (a sqlArgs) strings() (name, token string) { return a.name.(string), a.token.(string) }
+
+func (s *countingStore) insert(_ context.Context, a sqlArgs, _ time.Duration) (bool, error) {
+	name, token := a.strings()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.sent++
@@ -39,7 +44,8 @@ func (s *countingStore) insert(_ context.Context, name, token string, _ time.Dur
 	return true, nil
 }
 
-func (s *countingStore) update(_ context.Context, name, token string, _ time.Duration) (bool, error) {
+func (s *countingStore) update(_ context.Context, a sqlArgs, _ time.Duration) (bool, error) {
+	name, token := a.strings()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.sent++
@@ -50,7 +56,8 @@ func (s *countingStore) update(_ context.Context, name, token string, _ time.Dur
 	return true, nil
 }
 
-func (s *countingStore) release(_ context.Context, name, token string, _ time.Duration) (bool, error) {
+func (s *countingStore) release(_ context.Context, a sqlArgs, _ time.Duration) (bool, error) {
+	name, token := a.strings()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.sent++
@@ -61,7 +68,8 @@ func (s *countingStore) release(_ context.Context, name, token string, _ time.Du
 	return true, nil
 }
 
-func (s *countingStore) extend(_ context.Context, name, token string, _ time.Duration) (bool, error) {
+func (s *countingStore) extend(_ context.Context, a sqlArgs, _ time.Duration) (bool, error) {
+	name, token := a.strings()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.sent++
@@ -159,6 +167,8 @@ func TestCeilMillis(t *testing.T) {
 		1999 * time.Microsecond:            2 * time.Millisecond,
 		time.Minute:                        time.Minute,
 		0:                                  0,
+		// Rounding up would wrap around to a negative duration.
+		math.MaxInt64: time.Duration(math.MaxInt64).Truncate(time.Millisecond),
 	} {
 		if got := ceilMillis(in); got != want {
 			t.Errorf("ceilMillis(%v) = %v, want %v", in, got, want)

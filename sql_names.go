@@ -25,6 +25,7 @@ type nameCache struct {
 // nameState is what a provider knows of one name's row.
 type nameState struct {
 	name, key string
+	arg       any // name as a statement argument, converted once
 
 	mu        sync.Mutex
 	exists    bool      // the row was seen
@@ -61,7 +62,7 @@ func (c *nameCache) add(name, key string) (*nameState, error) {
 		return nil, fmt.Errorf("%w: lock %q is the same row as lock %q under the name column's collation: "+
 			"use names that differ by more than case, accents or trailing spaces", ErrInvalidConfig, name, other)
 	}
-	s := &nameState{name: name, key: key}
+	s := &nameState{name: name, key: key, arg: name}
 	c.names[name] = c.order.PushFront(s)
 	c.keys[key] = name
 	for c.order.Len() > c.max {

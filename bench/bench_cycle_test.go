@@ -16,31 +16,45 @@ import (
 const benchMostFor = time.Minute
 
 var (
-	libCfg  = shedlock.LockConfig{Name: "library", LockAtMostFor: benchMostFor}
-	execCfg = shedlock.LockConfig{Name: "executor", LockAtMostFor: benchMostFor}
+	libCfg    = shedlock.LockConfig{Name: "library", LockAtMostFor: benchMostFor}
+	execCfg   = shedlock.LockConfig{Name: "executor", LockAtMostFor: benchMostFor}
+	listenCfg = shedlock.LockConfig{Name: "executor-listener", LockAtMostFor: benchMostFor}
+	keepCfg   = shedlock.LockConfig{Name: "executor-keepalive", LockAtMostFor: benchMostFor}
 )
 
 // cycleBench is one pool with three ways of running a lock cycle on it, each on
 // a row of its own: the floor (the provider's two steady-state statements sent
 // directly, prepared once, arguments boxed once: the least any library can do),
-// the library (TryLock+Unlock) and the executor (Run with an empty task).
+// the library (TryLock+Unlock) and the executor (Run with an empty task): plain,
+// with a listener that does nothing (what a listener costs the run), and with
+// keep-alive (what it costs a run shorter than a third of LockAtMostFor, which
+// sends no Extend).
 type cycleBench struct {
-	p     shedlock.LockProvider
-	ex    *shedlock.Executor
-	floor func(ctx context.Context) error
+	p                    shedlock.LockProvider
+	ex, exListen, exKeep *shedlock.Executor
+	floor                func(ctx context.Context) error
 }
 
 func newCycleBench(b *testing.B, p shedlock.LockProvider, floor func(context.Context) error) *cycleBench {
 	b.Helper()
 	c := &cycleBench{p: p, floor: floor}
-	c.ex = shedlock.NewExecutor(p, shedlock.WithExecutorLogger(slog.New(slog.DiscardHandler)))
-	b.Cleanup(func() { _ = c.ex.Stop(context.Background()) })
+	quiet := shedlock.WithExecutorLogger(slog.New(slog.DiscardHandler))
+	c.ex = shedlock.NewExecutor(p, quiet)
+	c.exListen = shedlock.NewExecutor(p, quiet, shedlock.WithListener(shedlock.ListenerFunc(func(context.Context, shedlock.Event) {})))
+	c.exKeep = shedlock.NewExecutor(p, quiet, shedlock.WithKeepAlive())
+	b.Cleanup(func() {
+		for _, ex := range []*shedlock.Executor{c.ex, c.exListen, c.exKeep} {
+			_ = ex.Stop(context.Background())
+		}
+	})
 	// Warm up: the library's first INSERT, and every statement prepared on the
 	// connection the serial loop keeps using.
 	for range 3 {
 		c.mustCycle(b, c.floor)
 		c.mustCycle(b, c.library)
 		c.mustCycle(b, c.executor)
+		c.mustCycle(b, c.executorListener)
+		c.mustCycle(b, c.executorKeepAlive)
 	}
 	return c
 }
@@ -72,15 +86,34 @@ func (c *cycleBench) executor(ctx context.Context) error {
 	return err
 }
 
+func (c *cycleBench) executorListener(ctx context.Context) error {
+	return ran(c.exListen.Run(ctx, listenCfg, emptyTask))
+}
+
+func (c *cycleBench) executorKeepAlive(ctx context.Context) error {
+	return ran(c.exKeep.Run(ctx, keepCfg, emptyTask))
+}
+
+func ran(ran bool, err error) error {
+	if err == nil && !ran {
+		err = shedlock.ErrNotAcquired
+	}
+	return err
+}
+
 func (c *cycleBench) mustCycle(b *testing.B, cycle func(context.Context) error) {
 	if err := cycle(context.Background()); err != nil {
 		b.Fatal(err)
 	}
 }
 
+// execFunc sends one statement: a prepared statement's ExecContext, or a
+// pool's with the text bound, where the driver must not prepare.
+type execFunc func(ctx context.Context, args ...any) (sql.Result, error)
+
 // floorCycle returns the floor: acquire then release, each checked to change its
 // row, as the library checks.
-func floorCycle(acquire, release *sql.Stmt, acqArgs, relArgs []any) func(context.Context) error {
+func floorCycle(acquire, release execFunc, acqArgs, relArgs []any) func(context.Context) error {
 	return func(ctx context.Context) error {
 		if err := execOne(ctx, acquire, acqArgs); err != nil {
 			return fmt.Errorf("floor acquire: %w", err)
@@ -92,8 +125,8 @@ func floorCycle(acquire, release *sql.Stmt, acqArgs, relArgs []any) func(context
 	}
 }
 
-func execOne(ctx context.Context, st *sql.Stmt, args []any) error {
-	res, err := st.ExecContext(ctx, args...)
+func execOne(ctx context.Context, exec execFunc, args []any) error {
+	res, err := exec(ctx, args...)
 	if err != nil {
 		return err
 	}
@@ -110,7 +143,8 @@ func benchCycles(b *testing.B, c *cycleBench) {
 	for _, bc := range []struct {
 		name  string
 		cycle func(context.Context) error
-	}{{"floor", c.floor}, {"library", c.library}, {"library-deadline", c.libraryDeadline}, {"executor", c.executor}} {
+	}{{"floor", c.floor}, {"library", c.library}, {"library-deadline", c.libraryDeadline}, {"executor", c.executor},
+		{"executor-listener", c.executorListener}, {"executor-keepalive", c.executorKeepAlive}} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {

@@ -41,7 +41,7 @@ func newMySQLCycleBench(b *testing.B) *cycleBench {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = acquire.Close(); _ = release.Close() })
-	return newCycleBench(b, p, floorCycle(acquire, release,
+	return newCycleBench(b, p, floorCycle(acquire.ExecContext, release.ExecContext,
 		[]any{benchMostFor.Microseconds(), owner, "floor"},
 		[]any{int64(0), int64(0), "floor", owner}))
 }

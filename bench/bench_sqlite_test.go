@@ -44,7 +44,7 @@ func newSQLiteCycleBench(b *testing.B) *cycleBench {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = acquire.Close(); _ = release.Close() })
-	return newCycleBench(b, p, floorCycle(acquire, release,
+	return newCycleBench(b, p, floorCycle(acquire.ExecContext, release.ExecContext,
 		[]any{benchMostFor.Milliseconds(), owner, "floor"},
 		[]any{int64(0), "floor", owner}))
 }

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"io/fs"
+	"net/url"
 	"path/filepath"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/golang-migrate/migrate/v4/database"
 	migratemysql "github.com/golang-migrate/migrate/v4/database/mysql"
+	migratepostgres "github.com/golang-migrate/migrate/v4/database/postgres"
 	migratesqlite "github.com/golang-migrate/migrate/v4/database/sqlite"
 	"github.com/pressly/goose/v3"
 	"github.com/stretchr/testify/require"
@@ -76,6 +78,39 @@ var mysqlMigrations = migrationStore{
 	provider: func(db *sql.DB) (shedlock.LockProvider, error) { return shedlock.NewMySQLProvider(db) },
 }
 
+var postgresMigrations = migrationStore{
+	name:  "PostgreSQL",
+	fsys:  migrations.PostgreSQL,
+	goose: goose.DialectPostgres,
+	migrateDriver: func(db *sql.DB, versionTable string) (database.Driver, error) {
+		return migratepostgres.WithInstance(db, &migratepostgres.Config{MigrationsTable: versionTable})
+	},
+	open: openPostgresDatabase,
+	describe: func(t *testing.T, db *sql.DB) []string {
+		cols := queryStrings(t, db, `SELECT a.attname || ' ' || format_type(a.atttypid, a.atttypmod) ||
+				CASE WHEN a.attnotnull THEN ' NOT NULL' ELSE '' END ||
+				COALESCE(' DEFAULT ' || pg_get_expr(d.adbin, d.adrelid), '')
+			FROM pg_attribute a LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+			WHERE a.attrelid = 'shedlock'::regclass AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum`)
+		return append(cols, queryStrings(t, db, `SELECT pg_get_constraintdef(oid) FROM pg_constraint
+			WHERE conrelid = 'shedlock'::regclass AND contype IN ('p', 'u')`)...)
+	},
+	// Java ShedLock's documented table: UTC wall-clock times in timestamp columns.
+	want: []string{
+		"name character varying(64) NOT NULL",
+		"lock_until timestamp without time zone NOT NULL",
+		"locked_at timestamp without time zone NOT NULL",
+		"locked_by character varying(255) NOT NULL",
+		"PRIMARY KEY (name)",
+	},
+	tableExists: func(t *testing.T, db *sql.DB, table string) bool {
+		var ok bool
+		require.NoError(t, db.QueryRow(`SELECT to_regclass($1) IS NOT NULL`, table).Scan(&ok))
+		return ok
+	},
+	provider: func(db *sql.DB) (shedlock.LockProvider, error) { return shedlock.NewPostgresProvider(db) },
+}
+
 var sqliteMigrations = migrationStore{
 	name:  "SQLite",
 	fsys:  migrations.SQLite,
@@ -126,6 +161,31 @@ func openMySQLDatabase(t *testing.T) func() *sql.DB {
 	cfg.DBName = name
 	return func() *sql.DB {
 		db, err := sql.Open("mysql", cfg.FormatDSN())
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = db.Close() })
+		return db
+	}
+}
+
+// openPostgresDatabase creates a database no other test uses, dropped when t ends.
+func openPostgresDatabase(t *testing.T) func() *sql.DB {
+	admin := testdb.OpenPostgres(t, testdb.PGX, nil)
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	name := "shedlock_mig_" + hex.EncodeToString(b[:])
+	_, err := admin.ExecContext(context.Background(), "CREATE DATABASE "+name)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_, err := admin.ExecContext(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+		if err != nil {
+			t.Errorf("drop database %s: %v", name, err)
+		}
+	})
+	u, err := url.Parse(testdb.PostgresDSN(t))
+	require.NoError(t, err)
+	u.Path = "/" + name
+	return func() *sql.DB {
+		db, err := sql.Open(testdb.PGX, u.String())
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = db.Close() })
 		return db

@@ -79,7 +79,7 @@ func newGoose(t *testing.T, s migrationStore, db *sql.DB) *goose.Provider {
 // locks in, and takes it away again.
 func TestMigrations(t *testing.T) {
 	t.Parallel()
-	for _, s := range []migrationStore{mysqlMigrations, sqliteMigrations} {
+	for _, s := range []migrationStore{mysqlMigrations, postgresMigrations, sqliteMigrations} {
 		for _, tool := range []migrationTool{golangMigrate, gooseProvider} {
 			t.Run(tool.name+"/"+s.name, func(t *testing.T) {
 				t.Parallel()

@@ -14,8 +14,8 @@ import (
 	"github.com/shedlock-go/shedlock/shedlocktest"
 )
 
-// stores gives each executor test two providers on one store: in memory, and on
-// MySQL/MariaDB.
+// stores gives each executor test two providers on one store: in memory, on
+// MySQL/MariaDB and on PostgreSQL.
 func stores() map[string]shedlocktest.NewStoreFunc {
 	return map[string]shedlocktest.NewStoreFunc{
 		"memory": func(t *testing.T) shedlocktest.NewProviderFunc {
@@ -26,7 +26,8 @@ func stores() map[string]shedlocktest.NewStoreFunc {
 				return s.Provider("pod-" + string(rune('a'+n)))
 			}
 		},
-		"mysql": mysqlStore(nil),
+		"mysql":    mysqlStore(nil),
+		"postgres": postgresStore(pgxClient, "", nil),
 	}
 }
 

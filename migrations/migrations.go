@@ -6,7 +6,8 @@
 //
 // # Layout
 //
-// Each store has a folder and an [fs.FS] rooted at it ([MySQL], [SQLite]). The
+// Each store has a folder and an [fs.FS] rooted at it ([MySQL], [PostgreSQL],
+// [SQLite]). The
 // folder holds the same statements twice, in the form each tool reads:
 //
 //	0001_create_shedlock.up.sql     golang-migrate reads the folder itself
@@ -79,8 +80,9 @@ import (
 	"io/fs"
 )
 
-// FS holds one folder per store ("mysql", "sqlite"), laid out as the package
-// documentation shows. [MySQL] and [SQLite] are its folders.
+// FS holds one folder per store ("mysql", "postgres", "sqlite"), laid out as
+// the package documentation shows. [MySQL], [PostgreSQL] and [SQLite] are its
+// folders.
 //
 //go:embed */*.sql */goose/*.sql
 var FS embed.FS
@@ -88,6 +90,11 @@ var FS embed.FS
 // MySQL holds the MySQL and MariaDB migrations, for golang-migrate at its root and
 // for goose in its goose folder.
 var MySQL = dialect("mysql")
+
+// PostgreSQL holds the PostgreSQL migrations, for golang-migrate at its root and
+// for goose in its goose folder. The table is Java ShedLock's: lock_until and
+// locked_at are timestamp (without time zone) holding UTC.
+var PostgreSQL = dialect("postgres")
 
 // SQLite holds the SQLite migrations, for golang-migrate at its root and for goose
 // in its goose folder.

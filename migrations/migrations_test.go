@@ -17,8 +17,9 @@ const (
 
 // The exported folders, by the name of their folder in FS.
 var dialects = map[string]fs.FS{
-	"mysql":  migrations.MySQL,
-	"sqlite": migrations.SQLite,
+	"mysql":    migrations.MySQL,
+	"postgres": migrations.PostgreSQL,
+	"sqlite":   migrations.SQLite,
 }
 
 // Every folder of FS is a store with the same three files, and has its variable:

@@ -23,6 +23,24 @@ const (
 		"strftime('%Y-%m-%d %H:%M:%f', 'now')) WHERE name = ? AND locked_by = ?"
 )
 
+// PostgreSQL's acquire (every time: the upsert) and release; {t} is the quoted
+// table and {now} the statement's time as the provider writes it to Java
+// ShedLock's timestamp columns.
+const (
+	PostgresAcquire = "INSERT INTO {t} AS l (name, lock_until, locked_at, locked_by) " +
+		"VALUES ($1, {now} + $2::bigint * interval '1 millisecond', {now}, $3) " +
+		"ON CONFLICT (name) DO UPDATE SET lock_until = EXCLUDED.lock_until, " +
+		"locked_at = EXCLUDED.locked_at, locked_by = EXCLUDED.locked_by WHERE l.lock_until <= {now}"
+	PostgresRelease = "UPDATE {t} SET lock_until = GREATEST(locked_at + $1::bigint * interval '1 millisecond', {now}) " +
+		"WHERE name = $2 AND locked_by = $3"
+)
+
+// Postgres returns stmt on table, with the provider's "now" for timestamp
+// columns.
+func Postgres(stmt, table string) string {
+	return strings.NewReplacer("{t}", `"`+table+`"`, "{now}", "(statement_timestamp() AT TIME ZONE 'UTC')").Replace(stmt)
+}
+
 // MySQL returns stmt on table with the per-statement UTC pin the provider uses
 // on this server version.
 func MySQL(stmt, table, version string) string {

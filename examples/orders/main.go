@@ -7,6 +7,10 @@
 //
 // Start several with the same database to see the lock at work; add -no-lock to
 // see what happens without it. cmd/shedlock-demo does both and prints a summary.
+//
+// The outbox job runs with keep-alive: a poll slowed by the broker keeps its
+// lock however long it takes. Each pod serves its lock metrics (shedlockprom)
+// at the URL it logs; -metrics 127.0.0.1:9101 picks the address.
 package main
 
 import (
@@ -20,8 +24,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/shedlock-go/shedlock"
 	"github.com/shedlock-go/shedlock/examples/orders/shop"
+	"github.com/shedlock-go/shedlock/shedlockprom"
 )
 
 type config struct {
@@ -32,6 +39,7 @@ type config struct {
 	orderTimeout time.Duration
 	latency      time.Duration
 	load         time.Duration
+	metrics      string
 }
 
 func main() {
@@ -49,6 +57,7 @@ func main() {
 	flag.DurationVar(&c.orderTimeout, "order-timeout", 30*time.Minute, "cancel orders unpaid for this long")
 	flag.DurationVar(&c.latency, "latency", 2*time.Millisecond, "simulated time per published event and per cancelled order")
 	flag.DurationVar(&c.load, "load", 0, "also create an order every this often (0: no load)")
+	flag.StringVar(&c.metrics, "metrics", "127.0.0.1:0", `serve Prometheus metrics at http://ADDR/metrics (port 0: any free port; "": none)`)
 	flag.Parse()
 
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("pod", c.pod)
@@ -79,7 +88,22 @@ func run(ctx context.Context, c config, log *slog.Logger) error {
 			return err
 		}
 	}
-	ex := shedlock.NewExecutor(provider, shedlock.WithExecutorLogger(log))
+	opts := []shedlock.ExecutorOption{shedlock.WithExecutorLogger(log)}
+	if c.metrics != "" {
+		reg := prometheus.NewRegistry()
+		m := shedlockprom.New()
+		reg.MustRegister(m)
+		opts = append(opts, shedlock.WithListener(m))
+		metricsCtx, stopMetrics := context.WithCancel(context.Background())
+		wait, err := serveMetrics(metricsCtx, c.metrics, reg, log)
+		if err != nil {
+			stopMetrics()
+			return err
+		}
+		// Served until the executor has stopped, so that a last scrape sees the last runs.
+		defer func() { stopMetrics(); _ = wait() }()
+	}
+	ex := shedlock.NewExecutor(provider, opts...)
 	jobs := &shop.Jobs{DB: db, Pod: c.pod, OrderTimeout: c.orderTimeout, Latency: c.latency, Log: log}
 	if err := shop.Schedule(ex, jobs, c.speedup); err != nil {
 		return err

@@ -18,7 +18,10 @@ const (
 )
 
 // Schedule registers both jobs on ex with the article's names and durations,
-// each divided by speedup (1: the article's values).
+// each divided by speedup (1: the article's values). The outbox job runs with
+// keep-alive: the article's outbox poll has no upper bound once the broker
+// slows, and LockAtMostFor is only a guess at it; its lock is extended while a
+// poll runs, so a slow poll is never joined by a second one.
 func Schedule(ex *shedlock.Executor, j *Jobs, speedup float64) error {
 	scale := func(d time.Duration) time.Duration { return time.Duration(float64(d) / speedup) }
 	if err := ex.FixedDelay(shedlock.LockConfig{
@@ -28,7 +31,7 @@ func Schedule(ex *shedlock.Executor, j *Jobs, speedup float64) error {
 	}
 	return ex.FixedDelay(shedlock.LockConfig{
 		Name: OutboxJobName, LockAtMostFor: scale(OutboxLockAtMostFor), LockAtLeastFor: scale(OutboxLockAtLeastFor),
-	}, scale(OutboxEvery), j.PollOutbox)
+	}, scale(OutboxEvery), j.PollOutbox, shedlock.KeepAlive(true))
 }
 
 // NoLock is a LockProvider that grants every lock at once: the service as it

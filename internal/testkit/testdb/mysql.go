@@ -1,10 +1,11 @@
-// Package testdb finds the MySQL/MariaDB server that tests run against and gives
-// each test a table of its own.
+// Package testdb finds the MySQL/MariaDB and PostgreSQL servers that tests run
+// against and gives each test a table of its own.
 //
-// The server is SHEDLOCK_MYSQL_DSN if set, else the local one on 127.0.0.1:3306
-// (root, no password, database test), else a MySQL 8 container when a Docker
-// engine answers. When none can be had, tests skip with the reason; under CI=true
-// they fail instead.
+// The MySQL server is SHEDLOCK_MYSQL_DSN if set, else the local one on
+// 127.0.0.1:3306 (root, no password, database test), else a MySQL 8 container
+// when a Docker engine answers. PostgreSQL likewise: SHEDLOCK_POSTGRES_DSN, else
+// 127.0.0.1:5432 (trust authentication, database test), else a container. When
+// none can be had, tests skip with the reason; under CI=true they fail instead.
 package testdb
 
 import (

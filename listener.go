@@ -1,0 +1,173 @@
+package shedlock
+
+import (
+	"context"
+	"strconv"
+	"time"
+)
+
+// Listener receives what an executor's locks do, for metrics and traces (see the
+// shedlockprom and shedlockotel modules). Register it with WithListener.
+//
+// Events are delivered in the order they happened, one at a time, from a
+// goroutine of the executor's own, never from the goroutine that runs the lock:
+// a slow listener delays only later events, and cannot hold a lock longer,
+// delay a task or an extension. Up to 4096 events wait for a listener that
+// falls behind; beyond that new events are dropped, and the next event
+// delivered is an EventDropped that counts them. A panic in OnEvent is
+// recovered and logged. Events can arrive after Run has returned; once Stop
+// returns (within its ctx), every event of the runs it waited for has been
+// delivered.
+type Listener interface {
+	// OnEvent receives one event. ctx is the context the run was started with
+	// (Run's, or the executor's own for Wrap, WithLock and FixedDelay jobs), for
+	// its values, such as a trace span: it may have ended by the time OnEvent runs.
+	OnEvent(ctx context.Context, ev Event)
+}
+
+// ListenerFunc adapts a function to Listener.
+type ListenerFunc func(ctx context.Context, ev Event)
+
+// OnEvent calls f.
+func (f ListenerFunc) OnEvent(ctx context.Context, ev Event) { f(ctx, ev) }
+
+// Event is one thing an executor did with a lock.
+//
+// A run's events come in this order. EventAttempt, then one of EventSkipped,
+// EventStoreError or EventAcquired. After EventAcquired: EventExtended and
+// EventExtendFailed as the lock is extended, at most one of EventLost and
+// EventExpired, then EventFinished (absent only when Stop began while the lock
+// was being taken, and the task did not run), and last exactly one of
+// EventReleased and EventReleaseFailed.
+type Event struct {
+	Kind EventKind
+	// Run is the same for every event of one attempt.
+	Run RunID
+	// Config is the job's lock.
+	Config LockConfig
+	// Time is when the event happened.
+	Time time.Time
+	// Duration is, for EventSkipped, EventStoreError and EventAcquired, how long
+	// the attempt took; for EventFinished, how long the task ran; for
+	// EventReleased and EventReleaseFailed, how long the lock was held (from
+	// the attempt's start); for EventExtended and EventExtendFailed, how long
+	// the Extend took.
+	Duration time.Duration
+	// Until is, for EventAcquired and EventExtended, when the task's context ends
+	// unless the lock is extended again: a margin before the lock's own end.
+	Until time.Time
+	// Skip says why the task did not run (EventSkipped).
+	Skip SkipReason
+	// Result says how the task ended (EventFinished).
+	Result TaskResult
+	// Err is the store's error (EventStoreError, EventExtendFailed,
+	// EventReleaseFailed), the task's (EventFinished), or the cause the task's
+	// context ended with (EventLost, EventExpired).
+	Err error
+	// Cause is, for EventFinished, the cause of the task's context if it had
+	// ended before the task returned: ErrStopped, ErrLockExpired, ErrLockLost or
+	// the caller's.
+	Cause error
+	// KeepAlive is, for EventExtended, EventExtendFailed and EventLost, whether
+	// keep-alive made the Extend (false: the task, through LockFromContext).
+	KeepAlive bool
+	// Dropped counts the events dropped since the last EventDropped (EventDropped).
+	Dropped uint64
+}
+
+// EventKind names an event. Its String is the snake_case form used in metric labels.
+type EventKind uint8
+
+const (
+	// EventAttempt: a run begins; the lock is about to be tried.
+	EventAttempt EventKind = iota + 1
+	// EventSkipped: the task does not run (see Event.Skip).
+	EventSkipped
+	// EventStoreError: taking the lock failed; the task does not run.
+	EventStoreError
+	// EventAcquired: the lock is taken; the task runs next.
+	EventAcquired
+	// EventExtended: the lock was extended, and the task's deadline moved to Until.
+	EventExtended
+	// EventExtendFailed: an Extend failed without saying the lock is lost;
+	// keep-alive retries while the lock has time left.
+	EventExtendFailed
+	// EventLost: the lock is no longer this run's (an Extend was refused, or
+	// keep-alive could not extend it in time); the task's context has ended with
+	// an ErrLockLost cause.
+	EventLost
+	// EventExpired: without keep-alive, the lock's LockAtMostFor ran out while the
+	// task ran; its context has ended with the cause ErrLockExpired.
+	EventExpired
+	// EventFinished: the task returned, failed, panicked or called runtime.Goexit.
+	EventFinished
+	// EventReleased: the lock was released.
+	EventReleased
+	// EventReleaseFailed: the release failed; the lock stays until its end.
+	EventReleaseFailed
+	// EventDropped: Dropped events were dropped because listeners fell behind.
+	EventDropped
+)
+
+var eventKindNames = [...]string{
+	EventAttempt: "attempt", EventSkipped: "skipped", EventStoreError: "store_error",
+	EventAcquired: "acquired", EventExtended: "extended", EventExtendFailed: "extend_failed",
+	EventLost: "lost", EventExpired: "expired", EventFinished: "finished",
+	EventReleased: "released", EventReleaseFailed: "release_failed", EventDropped: "dropped",
+}
+
+func (k EventKind) String() string { return enumName(eventKindNames[:], int(k), "EventKind") }
+
+// SkipReason says why a run did not run its task.
+type SkipReason uint8
+
+const (
+	// SkipHeldElsewhere: the lock is held, by another instance or an earlier
+	// acquisition not yet released.
+	SkipHeldElsewhere SkipReason = iota + 1
+	// SkipRunningHere: this executor is still running the same name.
+	SkipRunningHere
+)
+
+var skipReasonNames = [...]string{SkipHeldElsewhere: "held_elsewhere", SkipRunningHere: "running_here"}
+
+func (r SkipReason) String() string { return enumName(skipReasonNames[:], int(r), "SkipReason") }
+
+// TaskResult says how a task ended.
+type TaskResult uint8
+
+const (
+	// TaskOK: the task returned nil.
+	TaskOK TaskResult = iota + 1
+	// TaskFailed: the task returned an error, or called runtime.Goexit.
+	TaskFailed
+	// TaskPanicked: the task panicked; Event.Err wraps ErrTaskPanicked.
+	TaskPanicked
+	// TaskCancelled: the task returned context.Canceled (or ErrStopped) after its
+	// caller or Stop ended its context, as asked: not a failure.
+	TaskCancelled
+)
+
+var taskResultNames = [...]string{TaskOK: "ok", TaskFailed: "error", TaskPanicked: "panic", TaskCancelled: "cancelled"}
+
+func (r TaskResult) String() string { return enumName(taskResultNames[:], int(r), "TaskResult") }
+
+// enumName returns names[i]: "" for the zero value (the field does not apply),
+// typ(i) for a value it does not know.
+func enumName(names []string, i int, typ string) string {
+	if i >= 0 && i < len(names) {
+		return names[i]
+	}
+	return typ + "(" + strconv.Itoa(i) + ")"
+}
+
+// RunID identifies one attempt of one executor: every event of the attempt
+// carries it. It is comparable, for use as a map key; two executors' runs never
+// share one.
+type RunID struct {
+	e *Executor
+	n uint64
+}
+
+// String returns the attempt's number within its executor.
+func (id RunID) String() string { return strconv.FormatUint(id.n, 10) }

@@ -1,0 +1,88 @@
+package shedlock
+
+import "strings"
+
+// The PostgreSQL statements. {t} is the quoted table name; {now} is the
+// statement's instant in the type of the time columns, and {nowUp} the same
+// instant, from which lock_until is counted (see postgresTexts).
+//
+// "Now" is statement_timestamp(): the instant the server received the
+// statement. Not CURRENT_TIMESTAMP or now(): those are the start of the
+// transaction and stay there inside one, so a statement sent in a transaction
+// opened a while ago would write a lock that ends early, already over if the
+// transaction is older than LockAtMostFor (Java ShedLock #3577: two pods held
+// one lock 274 ms apart). Not clock_timestamp() either: it moves while the
+// statement runs, so the instant compared with lock_until and the one written
+// to it could differ. statement_timestamp() is one instant for the whole
+// statement, and it is never earlier than the call that sent it, so a lock
+// never ends before its holder counts it over.
+//
+// A duration is a whole number of milliseconds, sent as a number (no string
+// per call) and multiplied by a one-millisecond interval: the product has no
+// days or months, so adding it to a timestamptz adds exact time, even across a
+// daylight saving change in the session's zone.
+//
+// Acquisition is one statement whether or not the row exists: the INSERT makes
+// the row on a name's first use, or after it was deleted by hand, and ON
+// CONFLICT takes the existing row only when its lock has run out. It reports
+// one row when it took the lock and none when the lock is held.
+const (
+	postgresAcquire = "INSERT INTO {t} AS l (name, lock_until, locked_at, locked_by) " +
+		"VALUES ($1, {nowUp} + $2::bigint * interval '1 millisecond', {now}, $3) " +
+		"ON CONFLICT (name) DO UPDATE SET lock_until = EXCLUDED.lock_until, " +
+		"locked_at = EXCLUDED.locked_at, locked_by = EXCLUDED.locked_by WHERE l.lock_until <= {now}"
+	postgresRelease = "UPDATE {t} SET lock_until = GREATEST(locked_at + $1::bigint * interval '1 millisecond', {now}) " +
+		"WHERE name = $2 AND locked_by = $3"
+	postgresExtend = "UPDATE {t} SET lock_until = {nowUp} + $1::bigint * interval '1 millisecond' " +
+		"WHERE name = $2 AND locked_by = $3 AND lock_until > {now}"
+
+	// Java ShedLock's columns are timestamp (without time zone) holding UTC
+	// wall-clock time: "now" as such, whatever the session's TimeZone. A
+	// timestamptz column holds instants, which need no zone.
+	postgresNowUTC     = "(statement_timestamp() AT TIME ZONE 'UTC')"
+	postgresNowInstant = "statement_timestamp()"
+
+	// First use: the server and session, then the table's columns.
+	postgresSessionQuery = "SELECT current_setting('server_version_num')::int, current_setting('server_encoding'), " +
+		"current_setting('transaction_read_only') = 'on', pg_is_in_recovery()"
+	postgresColumnsQuery = "SELECT a.attname, t.typname, a.atttypmod, format_type(a.atttypid, a.atttypmod), " +
+		"COALESCE(c.collisdeterministic, true), COALESCE(c.collname, '') " +
+		"FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid " +
+		"LEFT JOIN pg_collation c ON c.oid = a.attcollation " +
+		"WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped"
+	// The spelling of the row a name is, under a nondeterministic collation.
+	postgresStoredName = "SELECT name::text FROM {t} WHERE name = $1"
+)
+
+// Indexes of the statements a postgresStore runs.
+const (
+	pgAcquire = iota
+	pgRelease
+	pgExtend
+)
+
+// postgresTexts returns the statements on table, with "now" in the type of
+// time columns that are timestamptz (instant) or timestamp (UTC wall clock).
+//
+// Columns with fewer than 6 fractional digits (millis) round what they store
+// to their precision, half a millisecond either way for timestamp(3): a lock
+// could end that much early, and a release would leave it held that much
+// longer. On such columns each instant is put on the millisecond grid first,
+// which every precision from 3 keeps exactly: lock_until is counted from "now"
+// rounded up, so that a lock never ends earlier than its LockAtMostFor, and
+// everything else uses "now" rounded down, so that a release frees the lock at
+// once (LockAtLeastFor, counted from locked_at, may end up to a millisecond
+// early).
+func postgresTexts(table string, instant, millis bool) [3]string {
+	now := postgresNowUTC
+	if instant {
+		now = postgresNowInstant
+	}
+	nowUp := now
+	if millis {
+		now, nowUp = "date_trunc('milliseconds', "+now+")",
+			"date_trunc('milliseconds', "+now+" + interval '999 microseconds')"
+	}
+	r := strings.NewReplacer("{t}", table, "{now}", now, "{nowUp}", nowUp)
+	return [3]string{r.Replace(postgresAcquire), r.Replace(postgresRelease), r.Replace(postgresExtend)}
+}

@@ -1,0 +1,194 @@
+package shedlock
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// postgresMinVersion is the oldest server the first-use checks can read
+// (pg_collation.collisdeterministic came in PostgreSQL 12).
+const postgresMinVersion = 120000
+
+// postgresSession is what the first use finds of the server and the session.
+type postgresSession struct {
+	version  int    // server_version_num
+	encoding string // server_encoding
+	readOnly bool   // transaction_read_only, as default_transaction_read_only sets it
+	standby  bool   // pg_is_in_recovery()
+}
+
+// check refuses a server or session that cannot take locks.
+func (s postgresSession) check() error {
+	switch {
+	case s.version < postgresMinVersion:
+		return fmt.Errorf("%w: PostgreSQL server version %d is older than 12, the oldest this provider supports",
+			ErrUnsafeStore, s.version)
+	case s.standby:
+		return fmt.Errorf("%w: the server is read-only, a hot standby in recovery: locks can only be taken on the "+
+			"primary; connect to it (with pgx or lib/pq, target_session_attrs=read-write)", ErrUnsafeStore)
+	case s.readOnly:
+		return fmt.Errorf("%w: the session is read-only (transaction_read_only is on, as "+
+			"default_transaction_read_only sets it for the role, the database or the connection): "+
+			"locks can only be taken in a session that can write", ErrUnsafeStore)
+	}
+	return nil
+}
+
+// postgresColumn is what pg_catalog says of one column of the lock table.
+type postgresColumn struct {
+	name, typ     string // typ: pg_type.typname (varchar, bpchar, text, timestamp, timestamptz)
+	typmod        int
+	display       string // format_type, for messages
+	deterministic bool   // the collation compares byte for byte
+	collation     string
+}
+
+func (c postgresColumn) String() string { return c.name + " " + c.display }
+
+// maxChars is how many characters a varchar or char column holds; 0 for no limit.
+func (c postgresColumn) maxChars() int {
+	if (c.typ == "varchar" || c.typ == "bpchar") && c.typmod >= 4 {
+		return c.typmod - 4
+	}
+	return 0
+}
+
+// precision is a timestamp column's fractional digits.
+func (c postgresColumn) precision() int {
+	if c.typmod < 0 {
+		return 6 // the default
+	}
+	return c.typmod
+}
+
+// postgresTable is the lock table as the first use finds it.
+type postgresTable struct {
+	display                   string // quoted, for messages and the ALTER fix
+	encoding                  string // the server's: what the name column can store
+	name, lockUntil, lockedAt postgresColumn
+	lockedBy                  postgresColumn
+}
+
+// instant reports whether the time columns are timestamptz rather than
+// Java ShedLock's timestamp (without time zone) holding UTC.
+func (t *postgresTable) instant() bool { return t.lockUntil.typ == "timestamptz" }
+
+// millis reports whether a time column keeps fewer than microseconds.
+func (t *postgresTable) millis() bool {
+	return t.lockUntil.precision() < 6 || t.lockedAt.precision() < 6
+}
+
+// inspectPostgresTable reads the lock table's columns and refuses a table that
+// would break exclusion: lock times cut to the second, time columns of two
+// kinds, or columns of another kind.
+func inspectPostgresTable(ctx context.Context, db *sql.DB, table, encoding string) (*postgresTable, error) {
+	rows, err := db.QueryContext(ctx, postgresColumnsQuery, table)
+	if err != nil {
+		return nil, fmt.Errorf("shedlock: read the columns of table %s: %w", table, err)
+	}
+	defer rows.Close()
+	cols := map[string]postgresColumn{}
+	for rows.Next() {
+		var c postgresColumn
+		if err := rows.Scan(&c.name, &c.typ, &c.typmod, &c.display, &c.deterministic, &c.collation); err != nil {
+			return nil, fmt.Errorf("shedlock: read the columns of table %s: %w", table, err)
+		}
+		cols[c.name] = c
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("shedlock: read the columns of table %s: %w", table, err)
+	}
+	if len(cols) == 0 {
+		return nil, fmt.Errorf("%w: table %s does not exist (or is not on the search_path): create it with "+
+			"EnsureTable or the DDL of migrations/postgres", ErrUnsafeStore, table)
+	}
+	t := &postgresTable{display: table, encoding: encoding}
+	for _, c := range []struct {
+		dst   *postgresColumn
+		name  string
+		kinds []string
+	}{
+		{&t.name, "name", []string{"varchar", "bpchar", "text"}},
+		{&t.lockUntil, "lock_until", []string{"timestamp", "timestamptz"}},
+		{&t.lockedAt, "locked_at", []string{"timestamp", "timestamptz"}},
+		{&t.lockedBy, "locked_by", []string{"varchar", "bpchar", "text"}},
+	} {
+		col, ok := cols[c.name]
+		if !ok {
+			return nil, fmt.Errorf("%w: table %s has no column %s: create it with the DDL of migrations/postgres",
+				ErrUnsafeStore, table, c.name)
+		}
+		if !contains(c.kinds, col.typ) {
+			return nil, fmt.Errorf("%w: table %s: column %s, want one of %s", ErrUnsafeStore, table,
+				col, strings.Join(c.kinds, ", "))
+		}
+		*c.dst = col
+	}
+	if t.lockUntil.typ != t.lockedAt.typ {
+		return nil, fmt.Errorf("%w: table %s: columns %s and %s differ; make both timestamp, as Java ShedLock's "+
+			"table has them, or both timestamptz", ErrUnsafeStore, table, t.lockUntil, t.lockedAt)
+	}
+	for _, c := range []postgresColumn{t.lockUntil, t.lockedAt} {
+		if c.precision() < 3 {
+			return nil, fmt.Errorf("%w: table %s: column %s keeps fewer than 3 fractional digits, so lock times "+
+				"would be rounded by up to half a second and a lock could end that much early; keep microseconds: ALTER TABLE %s ALTER COLUMN %s TYPE %s",
+				ErrUnsafeStore, table, c, table, c.name, c.typ)
+		}
+	}
+	return t, nil
+}
+
+// checkLockedBy refuses a locked_by column that cannot store this provider's
+// tokens exactly: a cut token could match another acquisition's.
+func (t *postgresTable) checkLockedBy(lockedBy string) error {
+	longest := lockedBy + ".18446744073709551615"
+	if n, max := utf8.RuneCountInString(longest), t.lockedBy.maxChars(); max > 0 && n > max {
+		return fmt.Errorf("%w: table %s: column %s is too short for this provider's owner %q (%d characters "+
+			"with the acquisition number); widen it to varchar(255) or give a shorter WithLockedBy",
+			ErrUnsafeStore, t.display, t.lockedBy, lockedBy, n)
+	}
+	if why := t.unstorable(lockedBy); why != "" {
+		return fmt.Errorf("%w: table %s: column %s cannot store this provider's owner %q: %s; give a "+
+			"WithLockedBy it can store", ErrUnsafeStore, t.display, t.lockedBy, lockedBy, why)
+	}
+	return nil
+}
+
+// checkName refuses a name that the name column would not store as given:
+// PostgreSQL cuts trailing spaces past a varchar's length without an error,
+// a char column pads and compares without them, and no text holds a NUL.
+func (t *postgresTable) checkName(name string) error {
+	why := t.unstorable(name)
+	switch max := t.name.maxChars(); {
+	case why != "":
+	case max > 0 && utf8.RuneCountInString(name) > max:
+		why = fmt.Sprintf("it holds at most %d characters", max)
+	case t.name.typ == "bpchar" && strings.HasSuffix(name, " "):
+		why = "a char column drops trailing spaces"
+	}
+	if why != "" {
+		return fmt.Errorf("%w: lock %q: the name column (%s) cannot store this name exactly: %s",
+			ErrInvalidConfig, name, t.name, why)
+	}
+	return nil
+}
+
+// unstorable says why a text column of this database cannot hold s as given;
+// "" when it can. Outside UTF8 databases only ASCII is the same in every
+// encoding, and in SQL_ASCII lengths count bytes.
+func (t *postgresTable) unstorable(s string) string {
+	if strings.IndexByte(s, 0) >= 0 {
+		return "PostgreSQL text cannot hold a NUL character"
+	}
+	if t.encoding != "UTF8" {
+		for i := 0; i < len(s); i++ {
+			if s[i] >= utf8.RuneSelf {
+				return "the database's encoding is " + t.encoding + ", so only ASCII is stored as given"
+			}
+		}
+	}
+	return ""
+}
