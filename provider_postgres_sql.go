@@ -86,3 +86,23 @@ func postgresTexts(table string, instant, millis bool) [3]string {
 	r := strings.NewReplacer("{t}", table, "{now}", now, "{nowUp}", nowUp)
 	return [3]string{r.Replace(postgresAcquire), r.Replace(postgresRelease), r.Replace(postgresExtend)}
 }
+
+// Administration (see Admin). {now} is as above. EXTRACT(EPOCH FROM ...) of a
+// timestamp is its seconds since 1970 as a UTC wall clock, and of a timestamptz
+// the instant's: times come out as microseconds since 1970 either way, and
+// held and left are the database's view, against its clock. A name is matched
+// exactly, byte for byte, even under a nondeterministic collation.
+const (
+	postgresLocks = "SELECT name, locked_by, (EXTRACT(EPOCH FROM locked_at) * 1000000)::bigint, " +
+		"(EXTRACT(EPOCH FROM lock_until) * 1000000)::bigint, lock_until > {now}, " +
+		"GREATEST(EXTRACT(EPOCH FROM lock_until - {now}) * 1000000, 0)::bigint FROM {t}"
+	postgresAllLocks = postgresLocks + " ORDER BY name COLLATE \"C\""
+	postgresOneLock  = postgresLocks + " WHERE name = $1 AND name COLLATE \"C\" = $1"
+	// Frees the row if it still holds the acquisition read: the holder's
+	// locked_by is replaced, so that its Unlock and Extend find the lock lost.
+	postgresForceUnlock = "UPDATE {t} SET lock_until = {now}, locked_by = $1 WHERE name = $2 AND name COLLATE \"C\" = $2 " +
+		"AND locked_by = $3 AND (EXTRACT(EPOCH FROM locked_at) * 1000000)::bigint = $4"
+	// The health probe: needs the table, its columns and a session that can
+	// write them, and changes nothing.
+	postgresProbe = "UPDATE {t} SET lock_until = lock_until, locked_at = locked_at, locked_by = locked_by WHERE false"
+)

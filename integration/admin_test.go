@@ -33,8 +33,12 @@ type adminTable struct {
 // adminStores are the SQL stores, each making a fresh table per test.
 func adminStores() map[string]func(t *testing.T) adminTable {
 	return map[string]func(t *testing.T) adminTable{
-		"mysql":  mysqlAdminTable,
-		"sqlite": sqliteAdminTable,
+		"mysql":                mysqlAdminTable,
+		"sqlite":               sqliteAdminTable,
+		"postgres":             postgresAdminTable(pgxClient, ""),
+		"postgres-libpq":       postgresAdminTable(libpqClient, ""),
+		"postgres-simple":      postgresAdminTable(pgxSimpleClient, ""),
+		"postgres-timestamptz": postgresAdminTable(pgxClient, postgresDDL("varchar(64)", "timestamptz", "timestamptz", "varchar(255)")),
 	}
 }
 

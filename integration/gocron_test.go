@@ -22,8 +22,9 @@ import (
 // a pool of its own.
 func gocronStores() map[string]shedlocktest.NewStoreFunc {
 	return map[string]shedlocktest.NewStoreFunc{
-		"mysql":  mysqlStore(nil),
-		"sqlite": sqliteStore(),
+		"mysql":    mysqlStore(nil),
+		"postgres": postgresStore(pgxClient, "", nil),
+		"sqlite":   sqliteStore(),
 	}
 }
 

@@ -15,7 +15,7 @@ import (
 // 2 for the command line, 1 for the store, the table or the lock.
 func TestBadInput(t *testing.T) {
 	t.Parallel()
-	mysqlDSN := testdb.MySQLDSN(t)
+	mysqlDSN, postgresDSN := testdb.MySQLDSN(t), testdb.PostgresDSN(t)
 	tbl := sqliteTable(t)
 	for _, tc := range []struct {
 		name string
@@ -39,6 +39,10 @@ func TestBadInput(t *testing.T) {
 		{"bad mysql DSN", []string{"list", "-dsn", "not a dsn"}, 1, "shedlock list: -dsn: invalid DSN"},
 		{"missing mysql table", []string{"list", "-dsn", mysqlDSN, "-table", "no_such_table"}, 1,
 			"shedlock list: store cannot keep locks safely: table no_such_table does not exist"},
+		{"unreachable postgres", []string{"list", "-store", "postgres", "-dsn", "postgres://root@127.0.0.1:1/test"}, 1, "connection refused"},
+		{"bad postgres DSN", []string{"list", "-store", "postgres", "-dsn", "postgres://%zz"}, 1, "shedlock list: "},
+		{"missing postgres table", []string{"list", "-store", "postgres", "-dsn", postgresDSN, "-table", "no_such_table"}, 1,
+			`table "no_such_table" does not exist`},
 		{"missing sqlite file", []string{"list", "-store", "sqlite", "-dsn", filepath.Join(t.TempDir(), "none.db")}, 1,
 			"no such file or directory"},
 		{"missing sqlite table", tbl.args("unlock", "-table", "other", "job"), 1, "table other does not exist"},
@@ -88,12 +92,4 @@ func TestEnvironment(t *testing.T) {
 	assert.Contains(t, r.stderr, "table other does not exist")
 	r = runCLI(t, "", "list", "-table", "shedlock")
 	assert.Equal(t, 0, r.code, r.stderr)
-}
-
-// -store postgres is accepted, and says plainly that it is not built.
-func TestPostgresNotBuilt(t *testing.T) {
-	t.Parallel()
-	r := runCLI(t, "", "list", "-store", "postgres", "-dsn", "postgres://localhost/test")
-	assert.Equal(t, 1, r.code)
-	assert.Equal(t, "shedlock list: -store postgres: not built yet: this version of shedlock has no PostgreSQL provider\n", r.stderr)
 }

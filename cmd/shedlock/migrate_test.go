@@ -24,6 +24,11 @@ func TestMigrate(t *testing.T) {
 			t.Cleanup(func() { _, _ = db.Exec("DROP TABLE IF EXISTS " + table) })
 			return []string{"-store", "mysql", "-dsn", testdb.MySQLDSN(t), "-table", table}
 		},
+		"postgres": func(t *testing.T) []string {
+			db := testdb.OpenPostgres(t, testdb.PGX, nil)
+			t.Cleanup(func() { _, _ = db.Exec("DROP TABLE IF EXISTS " + table) })
+			return []string{"-store", "postgres", "-dsn", testdb.PostgresDSN(t), "-table", table}
+		},
 		"sqlite": func(t *testing.T) []string {
 			return []string{"-store", "sqlite", "-dsn", filepath.Join(t.TempDir(), "new.db"), "-table", table}
 		},

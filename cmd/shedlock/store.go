@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/go-sql-driver/mysql"
+	_ "github.com/jackc/pgx/v5/stdlib"
 	_ "modernc.org/sqlite"
 
 	"github.com/shedlock-go/shedlock"
@@ -22,10 +23,6 @@ type store struct {
 }
 
 func (s *store) Close() error { return s.db.Close() }
-
-// errPostgresNotBuilt is the answer to -store postgres until the library has a
-// PostgreSQL provider.
-var errPostgresNotBuilt = errors.New("-store postgres: not built yet: this version of shedlock has no PostgreSQL provider")
 
 // openStore opens c's table. create allows a SQLite file to be created, for
 // migrate; other commands refuse a file that is not there.
@@ -60,7 +57,10 @@ func openStore(c config, create bool) (*store, error) {
 		}
 		admin, err = shedlock.NewSQLiteProvider(db, opts...)
 	case "postgres", "postgresql":
-		return nil, errPostgresNotBuilt
+		if db, err = sql.Open("pgx", c.dsn); err != nil {
+			return nil, fmt.Errorf("-dsn: %w", err)
+		}
+		admin, err = shedlock.NewPostgresProvider(db, opts...)
 	default:
 		return nil, usageError{fmt.Sprintf("-store %q: want mysql, postgres or sqlite", c.store)}
 	}

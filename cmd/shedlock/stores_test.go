@@ -42,6 +42,21 @@ func mysqlTable(t *testing.T) testTable {
 	}
 }
 
+func postgresTable(t *testing.T) testTable {
+	dsn := testdb.PostgresDSN(t)
+	table := testdb.NewPostgresTable(t, testdb.OpenPostgres(t, testdb.PGX, nil))
+	return testTable{
+		name:  table,
+		flags: []string{"-store", "postgres", "-dsn", dsn, "-table", table},
+		pod: func(t *testing.T) pod {
+			p, err := shedlock.NewPostgresProvider(testdb.OpenPostgres(t, testdb.PGX, nil),
+				shedlock.WithTableName(table), shedlock.WithLockedBy("pod"))
+			require.NoError(t, err)
+			return p
+		},
+	}
+}
+
 func sqliteTable(t *testing.T) testTable {
 	file := filepath.Join(t.TempDir(), "app.db")
 	open := func(t *testing.T) *sql.DB {
@@ -61,7 +76,7 @@ func sqliteTable(t *testing.T) testTable {
 
 // tables are the stores every command is tested on.
 func tables() map[string]func(t *testing.T) testTable {
-	return map[string]func(t *testing.T) testTable{"mysql": mysqlTable, "sqlite": sqliteTable}
+	return map[string]func(t *testing.T) testTable{"mysql": mysqlTable, "postgres": postgresTable, "sqlite": sqliteTable}
 }
 
 // forEachTable runs test as a parallel subtest on a fresh table of each store.
