@@ -25,8 +25,8 @@ type Admin interface {
 	// or when the job may run twice at once. It is not safe while the holder is
 	// still running the job: another instance can take the lock at once and run
 	// beside it, since a holder learns of the loss only when it next touches the
-	// lock (an executor with keep-alive does so within about half of LockAtMostFor
-	// and then ends the task's context).
+	// lock (an executor with WithKeepAlive does so within about a third of
+	// LockAtMostFor, and then ends the task's context with ErrLockLost).
 	ForceUnlock(ctx context.Context, name string) (LockInfo, error)
 	// HealthCheck reports whether the store is reachable and the table usable for
 	// locks: the provider's first-use checks (once they have passed, they are not
