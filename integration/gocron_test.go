@@ -40,89 +40,118 @@ func (n naiveLocker) Lock(ctx context.Context, key string) (gocron.Lock, error) 
 // offset by 0, 100 and 200 ms (pods started at different moments). With the
 // adapter (LockAtLeastFor 600 ms: above the offsets, below the interval) each
 // tick runs once, whether the locker is the scheduler's or the job's; with a
-// locker that releases when the job returns, the later pods run it again.
+// locker that releases when the job returns, the later pods run it again. The
+// three run at once on one table of each store, as jobs of their own names.
 func TestGocronOffsetPods(t *testing.T) {
 	t.Parallel()
-	const (
-		pods     = 3
-		offset   = 100 * time.Millisecond
-		interval = time.Second
-		ticks    = 5
-		least    = 600 * time.Millisecond
-	)
-	lockers := map[string]struct {
-		locker  func(t *testing.T, p shedlock.LockProvider) gocron.Locker
-		perJob  bool
-		wantDup bool
-	}{
-		"adapter scheduler-wide": {locker: adapter(least), perJob: false},
-		"adapter per job":        {locker: adapter(least), perJob: true},
-		"without adapter":        {locker: func(_ *testing.T, p shedlock.LockProvider) gocron.Locker { return naiveLocker{p} }, wantDup: true},
+	const least = 600 * time.Millisecond
+	scenarios := []offsetScenario{
+		{name: "adapter scheduler-wide", job: "reportWide", locker: adapter(least)},
+		{name: "adapter per job", job: "reportPerJob", locker: adapter(least), perJob: true},
+		{name: "without adapter", job: "reportNaive", wantDup: true,
+			locker: func(_ *testing.T, p shedlock.LockProvider) gocron.Locker { return naiveLocker{p} }},
 	}
 	for storeName, newStore := range gocronStores() {
-		for lockerName, lc := range lockers {
-			t.Run(storeName+"/"+lockerName, func(t *testing.T) {
-				t.Parallel()
-				newProvider := newStore(t)
-				start := time.Now().Add(500 * time.Millisecond).Truncate(100 * time.Millisecond)
-				var mu sync.Mutex
-				runs := map[int][]int{} // tick -> pods that ran it
-				var scheds []gocron.Scheduler
-				var attempts []*countingLocker
-				for pod := range pods {
-					locker := &countingLocker{Locker: lc.locker(t, newProvider(t))}
-					attempts = append(attempts, locker)
-					var schedOpts []gocron.SchedulerOption
-					jobOpts := []gocron.JobOption{
-						gocron.WithName("reportJob"),
-						gocron.WithStartAt(gocron.WithStartDateTime(start.Add(time.Duration(pod) * offset))),
-					}
-					if lc.perJob {
-						jobOpts = append(jobOpts, gocron.WithDistributedJobLocker(locker))
-					} else {
-						schedOpts = append(schedOpts, gocron.WithDistributedLocker(locker))
-					}
-					s, err := gocron.NewScheduler(schedOpts...)
-					require.NoError(t, err)
-					_, err = s.NewJob(gocron.DurationJob(interval), gocron.NewTask(func() {
-						tick := int(math.Round(float64(time.Since(start)) / float64(interval)))
-						mu.Lock()
-						runs[tick] = append(runs[tick], pod)
-						mu.Unlock()
-					}), jobOpts...)
-					require.NoError(t, err)
-					scheds = append(scheds, s)
-				}
-				for _, s := range scheds {
-					s.Start()
-				}
-				// Every pod has had its turn at the last tick before the schedulers stop.
-				deadline := start.Add(ticks*interval + 10*time.Second)
-				for _, l := range attempts {
-					for l.calls.Load() < ticks {
-						require.True(t, time.Now().Before(deadline), "a pod made %d lock attempts, want %d", l.calls.Load(), ticks)
-						time.Sleep(20 * time.Millisecond) // a poll interval, not a synchronisation
-					}
-				}
-				for _, s := range scheds {
-					require.NoError(t, s.Shutdown())
-				}
+		t.Run(storeName, func(t *testing.T) {
+			t.Parallel()
+			newProvider := newStore(t)
+			start := time.Now().Add(500 * time.Millisecond).Truncate(100 * time.Millisecond)
+			runs := make([]*offsetRuns, len(scenarios))
+			for i, sc := range scenarios {
+				runs[i] = sc.start(t, newProvider, start)
+			}
+			for _, r := range runs {
+				r.waitAndStop(t)
+			}
+			for i, sc := range scenarios {
+				t.Run(sc.name, func(t *testing.T) { sc.check(t, runs[i]) })
+			}
+		})
+	}
+}
 
-				mu.Lock()
-				defer mu.Unlock()
-				duplicates := 0
-				for tick := range ticks {
-					duplicates += max(len(runs[tick])-1, 0)
-					if !lc.wantDup {
-						assert.Len(t, runs[tick], 1, "tick %d ran on pods %v", tick, runs[tick])
-					}
-				}
-				t.Logf("runs by tick: %v; duplicates: %d", fmt.Sprint(runs), duplicates)
-				if lc.wantDup {
-					assert.Positive(t, duplicates, "without LockAtLeastFor the offset pods run ticks again")
-				}
-			})
+const (
+	offsetPods     = 3
+	offsetStep     = 100 * time.Millisecond
+	offsetInterval = time.Second
+	offsetTicks    = 5
+)
+
+// offsetScenario is one job on offsetPods schedulers whose schedules are
+// offsetStep apart, each with a locker of its own on the table.
+type offsetScenario struct {
+	name, job string
+	locker    func(t *testing.T, p shedlock.LockProvider) gocron.Locker
+	perJob    bool // the locker is the job's, not the scheduler's
+	wantDup   bool
+}
+
+// offsetRuns is what one scenario's schedulers did.
+type offsetRuns struct {
+	mu       sync.Mutex
+	byTick   map[int][]int // tick -> pods that ran it
+	scheds   []gocron.Scheduler
+	attempts []*countingLocker
+}
+
+func (sc offsetScenario) start(t *testing.T, newProvider func(t *testing.T) shedlock.LockProvider, start time.Time) *offsetRuns {
+	r := &offsetRuns{byTick: map[int][]int{}}
+	for pod := range offsetPods {
+		locker := &countingLocker{Locker: sc.locker(t, newProvider(t))}
+		r.attempts = append(r.attempts, locker)
+		var schedOpts []gocron.SchedulerOption
+		jobOpts := []gocron.JobOption{
+			gocron.WithName(sc.job),
+			gocron.WithStartAt(gocron.WithStartDateTime(start.Add(time.Duration(pod) * offsetStep))),
 		}
+		if sc.perJob {
+			jobOpts = append(jobOpts, gocron.WithDistributedJobLocker(locker))
+		} else {
+			schedOpts = append(schedOpts, gocron.WithDistributedLocker(locker))
+		}
+		s, err := gocron.NewScheduler(schedOpts...)
+		require.NoError(t, err)
+		_, err = s.NewJob(gocron.DurationJob(offsetInterval), gocron.NewTask(func() {
+			tick := int(math.Round(float64(time.Since(start)) / float64(offsetInterval)))
+			r.mu.Lock()
+			r.byTick[tick] = append(r.byTick[tick], pod)
+			r.mu.Unlock()
+		}), jobOpts...)
+		require.NoError(t, err)
+		r.scheds = append(r.scheds, s)
+		s.Start()
+	}
+	return r
+}
+
+// waitAndStop stops the schedulers once every pod has had its turn at the last
+// tick.
+func (r *offsetRuns) waitAndStop(t *testing.T) {
+	deadline := time.Now().Add(offsetTicks*offsetInterval + 10*time.Second)
+	for _, l := range r.attempts {
+		for l.calls.Load() < offsetTicks {
+			require.True(t, time.Now().Before(deadline), "a pod made %d lock attempts, want %d", l.calls.Load(), offsetTicks)
+			time.Sleep(20 * time.Millisecond) // a poll interval, not a synchronisation
+		}
+	}
+	for _, s := range r.scheds {
+		require.NoError(t, s.Shutdown())
+	}
+}
+
+func (sc offsetScenario) check(t *testing.T, r *offsetRuns) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	duplicates := 0
+	for tick := range offsetTicks {
+		duplicates += max(len(r.byTick[tick])-1, 0)
+		if !sc.wantDup {
+			assert.Len(t, r.byTick[tick], 1, "tick %d ran on pods %v", tick, r.byTick[tick])
+		}
+	}
+	t.Logf("runs by tick: %v; duplicates: %d", fmt.Sprint(r.byTick), duplicates)
+	if sc.wantDup {
+		assert.Positive(t, duplicates, "without LockAtLeastFor the offset pods run ticks again")
 	}
 }
 
