@@ -36,12 +36,10 @@ func run() error {
 		return err
 	}
 	defer db.Close()
-	// On Kubernetes, POD_NAME from the downward API names the holder in the table.
 	provider, err := shedlock.NewMySQLProvider(db, shedlock.WithLockedBy(os.Getenv("POD_NAME")))
 	if err != nil {
 		return err
 	}
-	defer provider.Close()
 	if err := provider.EnsureTable(ctx); err != nil { // or run migrations/mysql
 		return err
 	}
@@ -61,8 +59,7 @@ func run() error {
 	c.Start()
 	<-ctx.Done()
 
-	// Stop the executor first: it cancels running jobs' contexts and releases
-	// their locks. Then wait for cron, whose Stop waits for running jobs to return.
+	// Stop the executor first: it cancels running jobs and releases their locks.
 	shutdown, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	err = ex.Stop(shutdown)
