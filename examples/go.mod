@@ -9,9 +9,12 @@ require (
 
 require (
 	github.com/go-sql-driver/mysql v1.10.1
+	github.com/jackc/pgx/v5 v5.12.0
 	github.com/prometheus/client_golang v1.23.2
+	github.com/redis/go-redis/v9 v9.22.0
 	github.com/robfig/cron/v3 v3.0.1
 	github.com/shedlock-go/shedlock/internal/testkit v0.0.0
+	github.com/shedlock-go/shedlock/shedlockredis v0.0.0
 	modernc.org/sqlite v1.62.0
 )
 
@@ -40,7 +43,6 @@ require (
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
-	github.com/jackc/pgx/v5 v5.12.0 // indirect
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
 	github.com/klauspost/compress v1.20.1 // indirect
 	github.com/lib/pq v1.12.3 // indirect
@@ -80,6 +82,7 @@ require (
 	go.opentelemetry.io/otel/log v1.47.0 // indirect
 	go.opentelemetry.io/otel/metric v1.47.0 // indirect
 	go.opentelemetry.io/otel/trace v1.47.0 // indirect
+	go.uber.org/atomic v1.11.0 // indirect
 	go.yaml.in/yaml/v2 v2.4.2 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/crypto v0.58.0 // indirect
@@ -97,3 +100,5 @@ replace github.com/shedlock-go/shedlock v0.0.0 => ..
 replace github.com/shedlock-go/shedlock/internal/testkit v0.0.0 => ../internal/testkit
 
 replace github.com/shedlock-go/shedlock/shedlockprom v0.0.0 => ../shedlockprom
+
+replace github.com/shedlock-go/shedlock/shedlockredis v0.0.0 => ../shedlockredis
