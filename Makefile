@@ -22,9 +22,10 @@ bench:
 	cd bench && $(GO) test -run '^$$' -bench . -benchmem -count=5 ./...
 	$(GO) run ./bench/cmd/shedlock-bench
 
-## chaos: the long multi-process run with kills and faults
+## chaos: the long multi-process run with kills and faults; locks in MariaDB unless
+## told otherwise: make chaos CHAOS_FLAGS='-store postgres' (or redis, sqlite)
 chaos:
-	$(GO) run ./chaos/cmd/shedlock-chaos
+	$(GO) run ./chaos/cmd/shedlock-chaos $(CHAOS_FLAGS)
 
 ## lint: gofmt, and go vet in every module
 lint: fmt

@@ -157,7 +157,7 @@ func (r *Report) checkKill(e Event, a analysis) {
 		}
 		held = true
 		if !known {
-			r.violate("run %d of %s by %s (pid %d) recorded no lock_until: the lock row was missing under the lock",
+			r.violate("run %d of %s by %s (pid %d) recorded no lock_until: the store had no lock under the run",
 				run.ID, run.Job, e.Pod, e.PID)
 		}
 		t := Takeover{Job: run.Job, Killed: e.At, LockUntil: lockUntil, Next: n.Started,

@@ -1,10 +1,13 @@
 package chaos_test
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -22,15 +25,48 @@ func TestMain(m *testing.M) {
 }
 
 // The short form of `make chaos`: five pod processes, SIGKILLs and graceful
-// stops for about 20 seconds, every assertion checked from the journal.
+// stops for about 20 seconds, every assertion checked from the journal. The
+// locks are in MySQL/MariaDB, like the journal.
 func TestChaosShort(t *testing.T) {
+	chaosShort(t, chaos.MySQL, testdb.MySQLDSN)
+}
+
+// The same with the locks in PostgreSQL (a table of the run's own on the test
+// server); the journal stays in MySQL/MariaDB.
+func TestChaosShortPostgres(t *testing.T) {
+	chaosShort(t, chaos.Postgres, testdb.PostgresDSN)
+}
+
+// The same with the locks in Redis (an env of the run's own on the test server).
+func TestChaosShortRedis(t *testing.T) {
+	chaosShort(t, chaos.Redis, testdb.RedisAddr)
+}
+
+// The same with the locks in a SQLite file that the five processes share.
+func TestChaosShortSQLite(t *testing.T) {
+	chaosShort(t, chaos.SQLite, func(t testing.TB) string { return filepath.Join(t.TempDir(), "locks.db") })
+}
+
+func chaosShort(t *testing.T, store chaos.Store, storeDSN func(testing.TB) string) {
 	if testing.Short() {
 		t.Skip("multi-process run skipped in -short mode")
 	}
-	db := testdb.Open(t, nil)
-	table := testdb.NewTable(t, db)
-	journal := table + "_journal"
 	ctx := t.Context()
+	db := testdb.Open(t, nil)
+	dsn := storeDSN(t)
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	table := "shedlock_chaos_" + hex.EncodeToString(b[:])
+	journal := table + "_journal"
+	cleanup, err := store.Prepare(ctx, dsn, table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := cleanup(); err != nil {
+			t.Errorf("clean up the lock store: %v", err)
+		}
+	})
 	if err := chaos.CreateJournal(ctx, db, journal); err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +83,8 @@ func TestChaosShort(t *testing.T) {
 	slack := 2 * time.Second // two shared cores, the race detector, other tests
 	logDir := t.TempDir()
 	events, end, err := chaos.Supervise(ctx, chaos.SupervisorConfig{
-		Spec:         chaos.PodSpec{Params: params, DSN: testdb.MySQLDSN(t), Table: table, Journal: journal},
+		Spec: chaos.PodSpec{Params: params, DSN: testdb.MySQLDSN(t), Journal: journal,
+			Store: store, StoreDSN: dsn, Table: table},
 		Pods:         pods,
 		MinDuration:  16 * time.Second,
 		MaxDuration:  45 * time.Second,

@@ -1,14 +1,20 @@
-// Package chaos runs lock-holding jobs in many OS processes against one database,
-// kills and stops those processes, and checks from a journal of every run that the
-// lock held: no two runs of a job overlapped, and the job came back promptly after
-// each crash and each graceful stop.
+// Package chaos runs lock-holding jobs in many OS processes against one lock
+// store (MySQL/MariaDB, PostgreSQL, Redis or a SQLite file), kills and stops
+// those processes, and checks from a journal of every run that the lock held: no
+// two runs of a job overlapped, and the job came back promptly after each crash
+// and each graceful stop.
 //
 // A pod (RunPod) runs two fixed-delay jobs under shedlock. Each run writes its
-// start, with the lock's lock_until, to the journal as its first act under the
-// lock and its end as its last, both from the database clock, so a journal
-// interval lies inside the time the lock was held. The supervisor (Supervise) starts the pods, SIGKILLs or SIGTERMs
-// one every few seconds, restarts it, and records each event, again with the
-// database clock. Analyze reads the two together.
+// start, with the lock's end, to the journal as its first act under the lock
+// and its end as its last, both from the journal's clock, so a journal interval
+// lies inside the time the lock was held. The journal is a MySQL/MariaDB table
+// whatever the store: it observes the locks and holds none. The lock's end is
+// read from the store as the time it has left, a duration on the store's own
+// clock, and added to a journal time read before it, so that it is never later
+// on the journal's clock than the lock's true end. The supervisor (Supervise)
+// starts the pods, SIGKILLs or SIGTERMs one every few seconds, restarts it, and
+// records each event, again with the journal's clock. Analyze reads the two
+// together.
 package chaos
 
 import (
@@ -26,8 +32,10 @@ type Run struct {
 	PID     int
 	Started time.Time
 	Ended   time.Time // zero: the run never recorded its end
-	// LockUntil is the lock's lock_until as the run read it, its first act under
-	// the lock: how long the lock outlives the run's pod if it is killed.
+	// LockUntil is the lock's end (lock_until, or a Redis key's expiry) on the
+	// journal's clock, as the run read it first under the lock, less at most a
+	// round trip and 1ms: how long the lock outlives the run's pod if it is
+	// killed. Zero: the store had no lock.
 	LockUntil time.Time
 }
 

@@ -29,23 +29,20 @@ type Params struct {
 // PodConfig configures one pod process.
 type PodConfig struct {
 	Params
-	LockDB  *sql.DB // the pool locks are taken on (it may reach the database through faults)
-	DB      *sql.DB // the journal's pool
-	Table   string  // lock table
-	Journal string  // journal table
-	Pod     string  // the pod's name; its restarts keep it
-	Log     *slog.Logger
+	Provider shedlock.LockProvider // the locks (their connections may pass through faults)
+	// TimeLeft reads from the store how long job's lock has left, never more
+	// than it had when asked; ok is false when there is no lock.
+	TimeLeft func(ctx context.Context, job string) (left time.Duration, ok bool, err error)
+	DB       *sql.DB // the journal's pool
+	Journal  string  // journal table
+	Pod      string  // the pod's name; its restarts keep it
+	Log      *slog.Logger
 }
 
 // RunPod runs both jobs until ctx ends, then stops the executor gracefully:
 // running tasks are cancelled, write their end, and release their locks.
 func RunPod(ctx context.Context, c PodConfig) error {
-	p, err := shedlock.NewMySQLProvider(c.LockDB, shedlock.WithTableName(c.Table), shedlock.WithLogger(c.Log))
-	if err != nil {
-		return fmt.Errorf("chaos: pod %s: %w", c.Pod, err)
-	}
-	defer p.Close()
-	ex := shedlock.NewExecutor(p, shedlock.WithExecutorLogger(c.Log))
+	ex := shedlock.NewExecutor(c.Provider, shedlock.WithExecutorLogger(c.Log))
 	for _, job := range Jobs {
 		cfg := shedlock.LockConfig{Name: job, LockAtMostFor: c.LockAtMostFor, LockAtLeastFor: c.LockAtLeastFor}
 		if err := ex.FixedDelay(cfg, c.Delay, c.task(job)); err != nil {
@@ -62,19 +59,31 @@ func RunPod(ctx context.Context, c PodConfig) error {
 	return nil
 }
 
-// lockUntilUTC reads the lock table's lock_until, a TIMESTAMP, as a UTC DATETIME
-// whatever the session's time zone: UNIX_TIMESTAMP of a TIMESTAMP column is
-// its stored instant, and the rest is arithmetic.
-const lockUntilUTC = "TIMESTAMPADD(MICROSECOND, ROUND(UNIX_TIMESTAMP(lock_until) * 1000000), '1970-01-01')"
-
-// task journals one run: start (with the lock's lock_until), work, end, each
-// from the database clock and on the journal's own pool, so that faults on the
-// lock's connections cannot lose the record of a run.
+// task journals one run: start (with the lock's end), work, end, each from the
+// journal's clock and on the journal's own pool, so that faults on the lock's
+// connections cannot lose the record of a run.
+//
+// The lock's end comes from the store's clock, which need not be the
+// journal's: the journal's time, then the time the lock has left as the store
+// tells it afterwards. Their sum is no later than the lock's true end on the
+// journal's clock, so a takeover before it is a lock taken while held.
 func (c PodConfig) task(job string) func(ctx context.Context) error {
 	return func(ctx context.Context) error {
+		started, err := DBNow(ctx, c.DB)
+		if err != nil {
+			return fmt.Errorf("journal start: %w", err)
+		}
+		left, ok, err := c.TimeLeft(ctx, job)
+		if err != nil {
+			return fmt.Errorf("journal start: lock's time left: %w", err)
+		}
+		var lockUntil any // NULL: no lock in the store, under the lock
+		if ok {
+			lockUntil = started.Add(left).UnixMicro()
+		}
 		res, err := c.DB.ExecContext(ctx, "INSERT INTO "+c.Journal+" (job, pod, pid, started, lock_until) "+
-			"VALUES (?, ?, ?, UTC_TIMESTAMP(6), (SELECT "+lockUntilUTC+" FROM "+c.Table+" WHERE name = ?))",
-			job, c.Pod, os.Getpid(), job)
+			"VALUES (?, ?, ?, TIMESTAMPADD(MICROSECOND, ?, '1970-01-01'), TIMESTAMPADD(MICROSECOND, ?, '1970-01-01'))",
+			job, c.Pod, os.Getpid(), started.UnixMicro(), lockUntil)
 		if err != nil {
 			return fmt.Errorf("journal start: %w", err)
 		}

@@ -8,17 +8,15 @@ require (
 )
 
 require (
-	github.com/go-co-op/gocron/v2 v2.21.2
 	github.com/go-sql-driver/mysql v1.10.1
+	github.com/jackc/pgx/v5 v5.12.0
 	github.com/prometheus/client_golang v1.23.2
 	github.com/redis/go-redis/v9 v9.22.0
 	github.com/robfig/cron/v3 v3.0.1
 	github.com/shedlock-go/shedlock/internal/testkit v0.0.0
-	github.com/shedlock-go/shedlock/shedlockgocron v0.0.0
+	github.com/shedlock-go/shedlock/shedlockredis v0.0.0
 	modernc.org/sqlite v1.62.0
 )
-
-require go.uber.org/atomic v1.11.0 // indirect
 
 require (
 	dario.cat/mergo v1.0.2 // indirect
@@ -45,9 +43,7 @@ require (
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
-	github.com/jackc/pgx/v5 v5.12.0
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
-	github.com/jonboulle/clockwork v0.5.0 // indirect
 	github.com/klauspost/compress v1.20.1 // indirect
 	github.com/lib/pq v1.12.3 // indirect
 	github.com/lufia/plan9stats v0.0.0-20260330125221-c963978e514e // indirect
@@ -71,7 +67,6 @@ require (
 	github.com/prometheus/common v0.66.1 // indirect
 	github.com/prometheus/procfs v0.16.1 // indirect
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
-	github.com/shedlock-go/shedlock/shedlockredis v0.0.0
 	github.com/shirou/gopsutil/v4 v4.26.6 // indirect
 	github.com/sirupsen/logrus v1.10.2 // indirect
 	github.com/stretchr/testify v1.12.1 // indirect
@@ -87,6 +82,7 @@ require (
 	go.opentelemetry.io/otel/log v1.47.0 // indirect
 	go.opentelemetry.io/otel/metric v1.47.0 // indirect
 	go.opentelemetry.io/otel/trace v1.47.0 // indirect
+	go.uber.org/atomic v1.11.0 // indirect
 	go.yaml.in/yaml/v2 v2.4.2 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/crypto v0.58.0 // indirect
@@ -102,8 +98,6 @@ require (
 replace github.com/shedlock-go/shedlock v0.0.0 => ..
 
 replace github.com/shedlock-go/shedlock/internal/testkit v0.0.0 => ../internal/testkit
-
-replace github.com/shedlock-go/shedlock/shedlockgocron v0.0.0 => ../shedlockgocron
 
 replace github.com/shedlock-go/shedlock/shedlockprom v0.0.0 => ../shedlockprom
 

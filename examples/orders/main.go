@@ -2,8 +2,10 @@
 // two scheduled jobs, orderTimeoutCancelJob and outboxPollingJob, each under a
 // shedlock lock, until SIGTERM or SIGINT, then stops gracefully.
 //
-//	go run ./examples/orders -pod pod-1 -load               # SQLite file orders.db
+//	go run ./examples/orders -pod pod-1 -load 20ms          # SQLite file orders.db
 //	SHEDLOCK_MYSQL_DSN='root@tcp(127.0.0.1:3306)/test' go run ./examples/orders -pod pod-1
+//	go run ./examples/orders -driver postgres -dsn 'postgres://root@127.0.0.1:5432/test' -pod pod-1
+//	go run ./examples/orders -pod pod-1 -lock-store redis    # data in orders.db, locks in Redis
 //
 // Start several with the same database to see the lock at work; add -no-lock to
 // see what happens without it. cmd/shedlock-demo does both and prints a summary.
@@ -14,6 +16,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -33,6 +36,7 @@ import (
 
 type config struct {
 	driver, dsn  string
+	locks        shop.LockStore
 	pod          string
 	noLock       bool
 	speedup      float64
@@ -49,8 +53,13 @@ func main() {
 		defaultDriver, defaultDSN = shop.MySQL, dsn
 	}
 	host, _ := os.Hostname()
-	flag.StringVar(&c.driver, "driver", defaultDriver, `database: "sqlite" or "mysql" (default "mysql" when SHEDLOCK_MYSQL_DSN is set)`)
-	flag.StringVar(&c.dsn, "dsn", defaultDSN, "SQLite file, or MySQL DSN")
+	defaultRedis := cmp.Or(os.Getenv("SHEDLOCK_REDIS_ADDR"), "127.0.0.1:6379")
+	flag.StringVar(&c.driver, "driver", defaultDriver, fmt.Sprintf(`the data's database: one of %v (default "mysql" when SHEDLOCK_MYSQL_DSN is set)`, shop.Drivers))
+	flag.StringVar(&c.dsn, "dsn", defaultDSN, "SQLite file, MySQL DSN, or PostgreSQL URL")
+	flag.StringVar(&c.locks.Kind, "lock-store", "", fmt.Sprintf("where the locks are: one of %v (default: the data's database)", shop.LockStores))
+	flag.StringVar(&c.locks.DSN, "lock-dsn", "", "the lock store's database (SQLite file, MySQL DSN or PostgreSQL URL) when it is not the data's")
+	flag.StringVar(&c.locks.RedisAddr, "redis-addr", defaultRedis, "Redis host:port, for -lock-store redis (default SHEDLOCK_REDIS_ADDR, else 127.0.0.1:6379)")
+	flag.StringVar(&c.locks.RedisEnv, "redis-env", "", `the env in the Redis keys, job-lock:<env>:<name> (default "default")`)
 	flag.StringVar(&c.pod, "pod", host, "this pod's name, written to job_runs and the topic")
 	flag.BoolVar(&c.noLock, "no-lock", false, "run the jobs without the lock, as every pod does without shedlock")
 	flag.Float64Var(&c.speedup, "speedup", 1, "divide the article's intervals and lock durations by this")
@@ -83,10 +92,12 @@ func run(ctx context.Context, c config, log *slog.Logger) error {
 	}
 	var provider shedlock.LockProvider = shop.NoLock{}
 	if !c.noLock {
-		if provider, err = db.LockProvider(ctx, shedlock.WithLockedBy(fmt.Sprintf("%s/%d", c.pod, os.Getpid())),
-			shedlock.WithLogger(log)); err != nil {
+		p, closeLocks, err := db.Locks(ctx, c.locks, fmt.Sprintf("%s/%d", c.pod, os.Getpid()), log)
+		if err != nil {
 			return err
 		}
+		defer closeLocks()
+		provider = p
 	}
 	opts := []shedlock.ExecutorOption{shedlock.WithExecutorLogger(log)}
 	if c.metrics != "" {
@@ -118,7 +129,7 @@ func run(ctx context.Context, c config, log *slog.Logger) error {
 		loadDone <- nil
 	}
 	ex.Start()
-	log.Info("pod started", "driver", c.driver, "lock", !c.noLock, "speedup", c.speedup)
+	log.Info("pod started", "driver", c.driver, "lock", !c.noLock, "lock_store", cmp.Or(c.locks.Kind, c.driver), "speedup", c.speedup)
 	<-ctx.Done()
 
 	stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

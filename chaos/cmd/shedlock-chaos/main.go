@@ -1,34 +1,39 @@
 // Command shedlock-chaos is the long form of the multi-process test: it runs pod
-// processes (itself, re-run as pods) that hold shedlock locks on one database,
-// SIGKILLs and stops them for several minutes, restarts the database once, and
-// prints what the journal shows. It exits 1 if any guarantee was broken.
+// processes (itself, re-run as pods) that hold shedlock locks in one store,
+// SIGKILLs and stops them for several minutes, puts network faults between them
+// and the store, restarts the store once where that is safe, and prints what
+// the journal shows. It exits 1 if any guarantee was broken.
 //
-// By default it starts a private MariaDB server (own port and data directory,
-// so the shared server on 3306 is never touched) and restarts it mid-run. With
-// -dsn it uses that server instead, without a database restart.
+// The journal is always in MySQL/MariaDB: by default a private MariaDB server
+// (own port and data directory, so the shared server on 3306 is never
+// touched), or -dsn. The locks are in -store:
 //
-//	go run ./cmd/shedlock-chaos -duration 5m -pods 5
+//	mysql     the journal's server; the private one is restarted mid-run
+//	postgres  a private PostgreSQL cluster, restarted mid-run; or -store-dsn
+//	redis     a private redis-server, never restarted; or -store-dsn
+//	sqlite    a file that every pod opens; no network, no restart
+//
+//	go run ./cmd/shedlock-chaos -duration 5m -pods 5 -store postgres
 package main
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
+	_ "github.com/go-sql-driver/mysql" // the journal
 
-	"github.com/shedlock-go/shedlock"
 	"github.com/shedlock-go/shedlock/chaos"
-	"github.com/shedlock-go/shedlock/internal/testkit/faultproxy"
 	"github.com/shedlock-go/shedlock/internal/testkit/privatedb"
 )
 
@@ -46,10 +51,18 @@ func run() error {
 	pods := flag.Int("pods", 5, "pod processes running at once")
 	duration := flag.Duration("duration", 4*time.Minute, "how long to kill and stop pods")
 	every := flag.Duration("every", 3*time.Second, "mean time between two kills or stops")
-	dsn := flag.String("dsn", "", "use this server (no database restart) instead of a private one")
+	storeName := flag.String("store", string(chaos.MySQL), fmt.Sprintf("where the pods take their locks: one of %v", chaos.Stores))
+	dsn := flag.String("dsn", "", "the journal's MySQL/MariaDB (and the locks' with -store mysql), without a restart; default: a private server")
 	port := flag.Int("port", 3399, "port of the private MariaDB server")
-	netFaults := flag.Bool("net-faults", true, "put a fault proxy between each pod and the database")
+	storeDSN := flag.String("store-dsn", "", "postgres: a URL; redis: host:port; sqlite: a file; "+
+		"default: a private server (PostgreSQL restarted mid-run), or a file in the working directory")
+	storePort := flag.Int("store-port", 0, "port of the private PostgreSQL or Redis server (default 5499, 6399)")
+	netFaults := flag.Bool("net-faults", true, "put a fault proxy between each pod and the lock store")
 	flag.Parse()
+	store, err := chaos.ParseStore(*storeName)
+	if err != nil {
+		return err
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -58,9 +71,9 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	log.Info("working directory (pod logs, private database)", "dir", dir)
+	log.Info("working directory (pod logs, private servers)", "dir", dir)
 
-	var restartDB func(context.Context) error
+	var restartStore func(context.Context) error
 	if *dsn == "" {
 		srv, err := privatedb.Start(ctx, dir, *port)
 		if err != nil {
@@ -72,7 +85,9 @@ func run() error {
 			}
 		}()
 		*dsn = srv.DSN()
-		restartDB = func(ctx context.Context) error { return srv.Restart(ctx, 5*time.Second) }
+		if store == chaos.MySQL {
+			restartStore = func(ctx context.Context) error { return srv.Restart(ctx, 5*time.Second) }
+		}
 	}
 	db, err := sql.Open("mysql", *dsn)
 	if err != nil {
@@ -80,19 +95,36 @@ func run() error {
 	}
 	defer db.Close()
 
-	table := fmt.Sprintf("shedlock_chaos_%d", time.Now().Unix())
-	journal := table + "_journal"
-	p, err := shedlock.NewMySQLProvider(db, shedlock.WithTableName(table))
+	ls, err := openLockStore(ctx, store, *storeDSN, *dsn, *storePort, dir)
 	if err != nil {
 		return err
 	}
-	if err := errors.Join(p.EnsureTable(ctx), chaos.CreateJournal(ctx, db, journal)); err != nil {
+	defer func() {
+		if err := ls.close(); err != nil {
+			log.Error("stop the lock store", "error", err)
+		}
+	}()
+	if ls.restart != nil {
+		restartStore = ls.restart
+	}
+
+	table := fmt.Sprintf("shedlock_chaos_%d", time.Now().Unix())
+	journal := table + "_journal"
+	cleanup, err := store.Prepare(ctx, ls.dsn, table)
+	if err != nil {
 		return err
 	}
 	defer func() {
-		// On a server of the user's (-dsn), leave nothing behind.
-		_, _ = db.ExecContext(context.WithoutCancel(ctx), "DROP TABLE IF EXISTS "+table+", "+journal)
+		// On a server of the user's, leave nothing behind.
+		if err := cleanup(); err != nil {
+			log.Error("clean up the lock store", "error", err)
+		}
 	}()
+	if err := chaos.CreateJournal(ctx, db, journal); err != nil {
+		return err
+	}
+	defer func() { _, _ = db.ExecContext(context.WithoutCancel(ctx), "DROP TABLE IF EXISTS "+journal) }()
+
 	params := chaos.Params{
 		LockAtMostFor:  5 * time.Second,
 		LockAtLeastFor: 200 * time.Millisecond,
@@ -106,7 +138,8 @@ func run() error {
 		return err
 	}
 	cfg := chaos.SupervisorConfig{
-		Spec:         chaos.PodSpec{Params: params, DSN: *dsn, Table: table, Journal: journal},
+		Spec: chaos.PodSpec{Params: params, DSN: *dsn, Journal: journal,
+			Store: store, StoreDSN: ls.dsn, Table: table},
 		Pods:         *pods,
 		MinDuration:  *duration,
 		MaxDuration:  *duration + time.Minute,
@@ -120,18 +153,18 @@ func run() error {
 		DB:           db,
 		Log:          log,
 	}
-	if restartDB != nil {
-		cfg.DBRestartAt, cfg.RestartDB = *duration/2, restartDB
+	if restartStore != nil {
+		cfg.DBRestartAt, cfg.RestartDB = *duration/2, restartStore
 	}
-	if *netFaults {
-		proxies, err := startProxies(*dsn, *pods)
+	if *netFaults && store.Networked() {
+		proxies, err := startProxies(store, ls.dsn, *pods)
 		if err != nil {
 			return err
 		}
 		defer proxies.close()
 		cfg.LockDSN, cfg.NetFault = proxies.dsn, proxies.fault
 	}
-	log.Info("chaos run starting", "pods", *pods, "duration", *duration, "table", table)
+	log.Info("chaos run starting", "store", store, "where", ls.where, "pods", *pods, "duration", *duration, "table", table)
 	events, end, err := chaos.Supervise(ctx, cfg)
 	if err != nil {
 		return err
@@ -141,97 +174,66 @@ func run() error {
 		return err
 	}
 	rep := chaos.Analyze(runs, events, params, *pods, slack, end)
+	fmt.Printf("locks in %s (%s)\n", store, ls.where)
 	fmt.Println(rep)
+	if ls.note != "" {
+		fmt.Println(ls.note)
+	}
 	if len(rep.Violations) > 0 || rep.HolderKills == 0 || rep.HolderStops == 0 {
 		return fmt.Errorf("%d violations (holder kills %d, holder stops %d)", len(rep.Violations), rep.HolderKills, rep.HolderStops)
 	}
 	return nil
 }
 
-// proxies puts a fault proxy between each pod and the database, for the locks'
-// connections (the journal's go direct, so that what it records is not lost).
-type proxies struct {
-	cfg *mysql.Config
-	by  map[string]*faultproxy.Proxy
+// lockStore is the store a run's pods take their locks from.
+type lockStore struct {
+	dsn     string                          // chaos.PodSpec.StoreDSN
+	where   string                          // for the output
+	restart func(ctx context.Context) error // nil: the store is not restarted
+	note    string                          // printed after the figures
+	close   func() error
 }
 
-func startProxies(dsn string, pods int) (*proxies, error) {
-	cfg, err := mysql.ParseDSN(dsn)
-	if err != nil {
-		return nil, err
-	}
-	cfg.Timeout, cfg.ReadTimeout, cfg.WriteTimeout = time.Second, 3*time.Second, 3*time.Second
-	ps := &proxies{cfg: cfg, by: map[string]*faultproxy.Proxy{}}
-	for i := range pods {
-		p, err := faultproxy.Start(cfg.Addr)
+// openLockStore returns the lock store of a run: dsn if given, else for
+// PostgreSQL and Redis a private server on port (0: its default), for SQLite a
+// file in dir, for MySQL the journal's server.
+func openLockStore(ctx context.Context, store chaos.Store, dsn, journalDSN string, port int, dir string) (*lockStore, error) {
+	ls := &lockStore{dsn: dsn, where: dsn, close: func() error { return nil }}
+	switch store {
+	case chaos.MySQL:
+		if dsn != "" {
+			return nil, errors.New("-store mysql takes its locks on the journal's server: give -dsn, not -store-dsn")
+		}
+		ls.dsn, ls.where = journalDSN, "the journal's server"
+	case chaos.Postgres:
+		if dsn != "" {
+			ls.where += ", no restart"
+			break
+		}
+		srv, err := privatedb.StartPostgres(ctx, dir, cmp.Or(port, 5499))
 		if err != nil {
-			ps.close()
-			return nil, err
+			return nil, fmt.Errorf("private PostgreSQL (use -store-dsn to run against an existing server): %w", err)
 		}
-		ps.by[fmt.Sprintf("pod-%d", i)] = p
-	}
-	return ps, nil
-}
-
-func (ps *proxies) dsn(pod string) string {
-	c := ps.cfg.Clone()
-	c.Addr = ps.by[pod].Addr()
-	return c.FormatDSN()
-}
-
-// fault puts one random fault on pod's connections.
-func (ps *proxies) fault(ctx context.Context, pod string) (string, error) {
-	p := ps.by[pod]
-	hold := func(d time.Duration) {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-		case <-t.C:
-		}
-	}
-	switch rand.N(4) {
-	case 0:
-		return fmt.Sprintf("reset %d connections", p.ResetAll()), nil
-	case 1:
-		p.SetDown(true)
-		hold(2 * time.Second)
-		p.SetDown(false)
-		return "database unreachable for 2s", nil
-	case 2:
-		p.SetLatency(100 * time.Millisecond)
-		hold(3 * time.Second)
-		p.SetLatency(0)
-		return "100ms latency for 3s", nil
-	default:
-		forward := rand.N(2) == 0
-		fired := p.ResetOnNextRequest(forward)
-		select {
-		case <-fired:
-		case <-time.After(5 * time.Second):
-			if p.Disarm() {
-				// Left armed, it would fire later, outside the span the event records.
-				return "reset on next request (did not fire; disarmed)", nil
+		ls.dsn, ls.close = srv.DSN(), srv.Close
+		ls.where = "a private cluster, " + srv.DSN() + ", restarted mid-run"
+		ls.restart = func(ctx context.Context) error { return srv.Restart(ctx, 5*time.Second) }
+	case chaos.Redis:
+		if dsn == "" {
+			srv, err := privatedb.StartRedis(ctx, dir, cmp.Or(port, 6399))
+			if err != nil {
+				return nil, fmt.Errorf("private redis-server (use -store-dsn to run against an existing server): %w", err)
 			}
-			// Taken by a request just now: its response is on the way, unless the
-			// connection died first (the request's read timeout is 3s).
-			select {
-			case <-fired:
-			case <-time.After(5 * time.Second):
-				return "reset on next request (taken, response never came)", nil
-			}
-		case <-ctx.Done():
-			return "", ctx.Err()
+			ls.dsn, ls.close, ls.where = srv.Addr(), srv.Close, "a private redis-server, "+srv.Addr()
 		}
-		if forward {
-			return "next request run, its response lost", nil
+		ls.where += ", never restarted"
+		ls.note = "Redis was not restarted: it keeps its locks in memory only (no snapshot, no append-only file\n" +
+			"here), so a restart drops every lock and a pod can take one that another still holds. That is\n" +
+			"the failover limit the README states for Redis, not something a run can show to hold."
+	case chaos.SQLite:
+		if dsn == "" {
+			ls.dsn = filepath.Join(dir, "locks.db")
 		}
-		return "next request lost", nil
+		ls.where = "the file " + ls.dsn + ", shared by the pods; no network faults, no restart"
 	}
-}
-
-func (ps *proxies) close() {
-	for _, p := range ps.by {
-		_ = p.Close()
-	}
+	return ls, nil
 }

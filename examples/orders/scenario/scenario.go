@@ -23,6 +23,7 @@ import (
 type Config struct {
 	Binary      string // the orders binary (see Build)
 	Driver, DSN string // as for shop.Open
+	Locks       shop.LockStore
 	Pods        int
 	Duration    time.Duration
 	NoLock      bool
@@ -110,6 +111,12 @@ func (c Config) startPods(ctx context.Context) ([]*pod, error) {
 			"-order-timeout", c.OrderTimeout.String(), "-latency", c.Latency.String()}
 		if c.NoLock {
 			args = append(args, "-no-lock")
+		}
+		for flag, v := range map[string]string{"-lock-store": c.Locks.Kind, "-lock-dsn": c.Locks.DSN,
+			"-redis-addr": c.Locks.RedisAddr, "-redis-env": c.Locks.RedisEnv} {
+			if v != "" {
+				args = append(args, flag, v)
+			}
 		}
 		p.cmd = exec.Command(c.Binary, args...) // not CommandContext: pods get SIGTERM, not SIGKILL
 		p.cmd.Stdout, p.cmd.Stderr = f, f

@@ -2,6 +2,9 @@ package scenario_test
 
 import (
 	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -117,13 +120,54 @@ func TestThreePodsSQLite(t *testing.T) {
 
 func TestThreePodsMySQL(t *testing.T) {
 	t.Parallel()
-	server := testdb.MySQLDSN(t)
-	scenarios(t, shop.MySQL, func(t *testing.T) string {
-		dsn, drop, err := scenario.FreshMySQL(context.Background(), server, "shedlock_e2e_")
+	scenarios(t, shop.MySQL, fresh(scenario.FreshMySQL, testdb.MySQLDSN(t)))
+}
+
+func TestThreePodsPostgres(t *testing.T) {
+	t.Parallel()
+	scenarios(t, shop.Postgres, fresh(scenario.FreshPostgres, testdb.PostgresDSN(t)))
+}
+
+// The data in PostgreSQL, the locks in Redis: an env of the test's own, whose
+// keys expire by themselves (LockAtMostFor is 10s at most).
+func TestThreePodsRedisLocks(t *testing.T) {
+	t.Parallel()
+	redisAddr := testdb.RedisAddr(t)
+	dsn := fresh(scenario.FreshPostgres, testdb.PostgresDSN(t))(t)
+	c := config(t, shop.Postgres, dsn, false)
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	c.Locks = shop.LockStore{Kind: shop.Redis, RedisAddr: redisAddr, RedisEnv: "e2e-" + hex.EncodeToString(b[:])}
+	checkLocked(t, run(t, c))
+
+	// The locks were Redis's: the data's database has no lock table.
+	db, err := shop.Open(shop.Postgres, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var table sql.NullString
+	if err := db.QueryRowContext(context.Background(), "SELECT to_regclass('shedlock')::text").Scan(&table); err != nil {
+		t.Fatal(err)
+	}
+	if table.Valid {
+		t.Errorf("with -lock-store redis the data's database has a lock table %q", table.String)
+	}
+}
+
+// fresh returns a function that makes an empty database on server, dropped
+// when the test ends.
+func fresh(create func(ctx context.Context, server, prefix string) (string, func() error, error), server string) func(t *testing.T) string {
+	return func(t *testing.T) string {
+		dsn, drop, err := create(context.Background(), server, "shedlock_e2e_")
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = drop() })
+		t.Cleanup(func() {
+			if err := drop(); err != nil {
+				t.Errorf("drop the test's database: %v", err)
+			}
+		})
 		return dsn
-	})
+	}
 }

@@ -9,12 +9,8 @@ import (
 // database clock, so that overlapping runs can be found with one query. The end
 // is written even when ctx has ended: a run stopped by shutdown still ran.
 func (j *Jobs) journal(ctx context.Context, job string, run func(ctx context.Context) error) (err error) {
-	res, err := j.DB.ExecContext(ctx,
+	id, err := insert(ctx, j.DB.D, j.DB,
 		"INSERT INTO job_runs (job, pod, started_at) VALUES (?, ?, "+j.DB.D.Now+")", job, j.Pod)
-	if err != nil {
-		return fmt.Errorf("shop: %s: journal start: %w", job, err)
-	}
-	id, err := res.LastInsertId()
 	if err != nil {
 		return fmt.Errorf("shop: %s: journal start: %w", job, err)
 	}

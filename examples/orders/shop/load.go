@@ -36,12 +36,8 @@ func (db *DB) CreateOrder(ctx context.Context, product, quantity int64) error {
 		return fmt.Errorf("shop: create order: %w", err)
 	}
 	defer func() { _ = tx.Rollback() }()
-	res, err := tx.ExecContext(ctx, "INSERT INTO orders (product_id, quantity, status, ordered_at) VALUES (?, ?, ?, "+
+	id, err := insert(ctx, db.D, tx, "INSERT INTO orders (product_id, quantity, status, ordered_at) VALUES (?, ?, ?, "+
 		db.D.Now+")", product, quantity, PaymentRequested)
-	if err != nil {
-		return fmt.Errorf("shop: create order: %w", err)
-	}
-	id, err := res.LastInsertId()
 	if err != nil {
 		return fmt.Errorf("shop: create order: %w", err)
 	}

@@ -40,6 +40,11 @@ var ddl = []string{
 // Setup creates the tables if they do not exist and seeds the inventory. It is
 // idempotent, so every pod may run it at start.
 func (db *DB) Setup(ctx context.Context) error {
+	unlock, err := db.setupTurn(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	r := strings.NewReplacer("{id}", db.D.ID, "{time}", db.D.Time, "{orders_index}", db.D.OrdersIndex)
 	stmts := make([]string, 0, len(ddl)+1)
 	for _, s := range ddl {
@@ -55,9 +60,35 @@ func (db *DB) Setup(ctx context.Context) error {
 	}
 	for p := 1; p <= Products; p++ {
 		if _, err := db.ExecContext(ctx, db.D.InsertIgnore+
-			" INTO inventory (product_id, stock, version) VALUES (?, 1000, 0)", p); err != nil {
+			" INTO inventory (product_id, stock, version) VALUES (?, 1000, 0)"+db.D.IgnoreEnd, p); err != nil {
 			return fmt.Errorf("shop: seed inventory: %w", err)
 		}
 	}
 	return nil
+}
+
+// setupTurn waits until no other process is creating tables in this database,
+// and returns the function that lets the next one in. On PostgreSQL two CREATE
+// TABLE IF NOT EXISTS of one table at once can both try to create it, and one
+// fails (SQLSTATE 23505 on pg_type): pods that start together take turns, by a
+// session advisory lock. Elsewhere IF NOT EXISTS suffices.
+func (db *DB) setupTurn(ctx context.Context) (unlock func(), err error) {
+	if db.D.Name != Postgres {
+		return func() {}, nil
+	}
+	conn, err := db.DB.Conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("shop: setup: %w", err)
+	}
+	const key = "hashtext('shop.setup')"
+	if _, err := conn.ExecContext(ctx, "SELECT pg_advisory_lock("+key+")"); err != nil {
+		_ = conn.Close()
+		return nil, fmt.Errorf("shop: setup: %w", err)
+	}
+	return func() {
+		// Closing the session would release the lock too; unlocking first keeps
+		// the connection for the pool.
+		_, _ = conn.ExecContext(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock("+key+")")
+		_ = conn.Close()
+	}, nil
 }

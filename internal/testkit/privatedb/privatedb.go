@@ -1,6 +1,7 @@
-// Package privatedb runs a MariaDB server of its own (own port, socket and data
-// directory), so that a test can restart a database without disturbing the
-// shared server that other tests use at the same time.
+// Package privatedb runs database servers of its own: MariaDB and PostgreSQL
+// (own port, socket and data directory), so that a test can restart a database
+// without disturbing the shared server that other tests use at the same time,
+// and Redis, for a run whose keys no other test can touch.
 package privatedb
 
 import (
