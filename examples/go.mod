@@ -8,6 +8,7 @@ require (
 )
 
 require (
+	github.com/go-co-op/gocron/v2 v2.21.2
 	github.com/go-sql-driver/mysql v1.10.1
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/prometheus/client_golang v1.23.2
@@ -17,6 +18,8 @@ require (
 	github.com/shedlock-go/shedlock/shedlockredis v0.0.0
 	modernc.org/sqlite v1.62.0
 )
+
+require github.com/jonboulle/clockwork v0.5.0 // indirect
 
 require (
 	dario.cat/mergo v1.0.2 // indirect
@@ -67,6 +70,7 @@ require (
 	github.com/prometheus/common v0.66.1 // indirect
 	github.com/prometheus/procfs v0.16.1 // indirect
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
+	github.com/shedlock-go/shedlock/shedlockgocron v0.0.0
 	github.com/shirou/gopsutil/v4 v4.26.6 // indirect
 	github.com/sirupsen/logrus v1.10.2 // indirect
 	github.com/stretchr/testify v1.12.1 // indirect
@@ -102,3 +106,5 @@ replace github.com/shedlock-go/shedlock/internal/testkit v0.0.0 => ../internal/t
 replace github.com/shedlock-go/shedlock/shedlockprom v0.0.0 => ../shedlockprom
 
 replace github.com/shedlock-go/shedlock/shedlockredis v0.0.0 => ../shedlockredis
+
+replace github.com/shedlock-go/shedlock/shedlockgocron v0.0.0 => ../shedlockgocron
