@@ -81,9 +81,20 @@ func (p *PostgresProvider) TryLock(ctx context.Context, cfg LockConfig) (Lock, e
 func (p *PostgresProvider) CheckConfig(cfg LockConfig) error { return cfg.Validate() }
 
 // EnsureTable creates the lock table, under the name WithTableName gave, if it
-// does not exist, with the DDL of migrations/postgres.
+// does not exist, with the DDL of migrations/postgres. Pods that start together
+// may all call it: PostgreSQL's CREATE TABLE IF NOT EXISTS can fail for all but
+// one of them at once (a duplicate key in pg_type), and a table that exists when
+// the error comes back is success.
 func (p *PostgresProvider) EnsureTable(ctx context.Context) error {
-	return ensureTable(ctx, p.store.db, "postgres/0001_create_shedlock.up.sql", p.store.table)
+	err := ensureTable(ctx, p.store.db, "postgres/0001_create_shedlock.up.sql", p.store.table)
+	if err == nil {
+		return nil
+	}
+	var exists bool
+	if qerr := p.store.db.QueryRowContext(ctx, "SELECT to_regclass($1) IS NOT NULL", p.store.table).Scan(&exists); qerr == nil && exists {
+		return nil
+	}
+	return err
 }
 
 // Close releases the statements prepared for lib/pq. Locks still held stay

@@ -346,3 +346,33 @@ func TestPostgresNondeterministicCollation(t *testing.T) {
 		assert.Equal(t, 1, pgRowCount(t, admin, table))
 	})
 }
+
+// Pods that start together all call EnsureTable on a table that does not exist
+// yet: PostgreSQL fails all but one CREATE TABLE IF NOT EXISTS racing for the
+// same name (a duplicate key in pg_type), and EnsureTable must still succeed on
+// every pod.
+func TestPostgresEnsureTableConcurrently(t *testing.T) {
+	t.Parallel()
+	admin := testdb.OpenPostgres(t, testdb.PGX, nil)
+	const pods, rounds = 4, 10
+	providers := make([]*shedlock.PostgresProvider, pods)
+	for round := range rounds {
+		table := "shedlock_e_" + randomHex(4)
+		t.Cleanup(func() { _, _ = admin.Exec("DROP TABLE IF EXISTS " + table) })
+		for i := range providers {
+			providers[i] = newPostgresProvider(t, pgxClient.open(t, nil), shedlock.WithTableName(table))
+		}
+		start := make(chan struct{})
+		errs := make(chan error, pods)
+		for _, p := range providers {
+			go func() {
+				<-start
+				errs <- p.EnsureTable(context.Background())
+			}()
+		}
+		close(start)
+		for range pods {
+			require.NoError(t, <-errs, "round %d", round)
+		}
+	}
+}
