@@ -99,10 +99,17 @@ func Open(t testing.TB, params map[string]string) *sql.DB {
 // other test uses, drops it when t ends, and returns the name.
 func NewTable(t testing.TB, db *sql.DB) string {
 	t.Helper()
+	return newTable(t, db, "mysql/0001_create_shedlock.up.sql")
+}
+
+// newTable runs a store's first migration under a name no other test uses, and
+// drops the table when t ends.
+func newTable(t testing.TB, db *sql.DB, migration string) string {
+	t.Helper()
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	name := "shedlock_t_" + hex.EncodeToString(b[:])
-	ddl, err := migrations.FS.ReadFile("mysql/0001_create_shedlock.up.sql")
+	ddl, err := migrations.FS.ReadFile(migration)
 	if err != nil {
 		t.Fatal(err)
 	}

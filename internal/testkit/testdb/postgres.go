@@ -2,9 +2,7 @@ package testdb
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"fmt"
 	"net/url"
 	"os"
@@ -15,8 +13,6 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib" // driver "pgx"
 	_ "github.com/lib/pq"              // driver "postgres"
-
-	"github.com/shedlock-go/shedlock/migrations"
 )
 
 // The database/sql drivers the PostgreSQL tests run with.
@@ -116,19 +112,5 @@ func OpenPostgres(t testing.TB, driver string, params map[string]string) *sql.DB
 // under a name no other test uses, drops it when t ends, and returns the name.
 func NewPostgresTable(t testing.TB, db *sql.DB) string {
 	t.Helper()
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	name := "shedlock_t_" + hex.EncodeToString(b[:])
-	ddl, err := migrations.FS.ReadFile("postgres/0001_create_shedlock.up.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
-	stmt := strings.Replace(string(ddl), "shedlock", name, 1)
-	if _, err := db.ExecContext(context.Background(), stmt); err != nil {
-		t.Fatalf("create table %s: %v", name, err)
-	}
-	t.Cleanup(func() {
-		_, _ = db.ExecContext(context.Background(), "DROP TABLE IF EXISTS "+name)
-	})
-	return name
+	return newTable(t, db, "postgres/0001_create_shedlock.up.sql")
 }
