@@ -1,12 +1,20 @@
 GO ?= go
 export GO
 
-.PHONY: test fmt demo bench chaos lint
+.PHONY: test servers fmt demo bench bench-herd chaos lint release-check oldest-go tidy
 
-## test: gofmt, then every module in go.work: vet, tests with the race detector,
-## each benchmark once (needs MySQL/MariaDB; see README). One module: scripts/test ./integration
+## test: start the test servers (or say what to install), gofmt, then every module
+## in go.work: vet, tests (-race where it can find something), each benchmark once,
+## the short chaos check; the release check and the oldest-Go check; a summary of
+## passed, failed and skipped tests per module. A test skipped for want of a
+## server fails the run unless SHEDLOCK_SKIP_STORES names its store (mysql,
+## postgres, redis, pgbouncer, galera). One module: scripts/test ./integration
 test:
 	scripts/test
+
+## servers: install (as root, on Debian) and start MariaDB, PostgreSQL and Redis
+servers:
+	scripts/servers
 
 ## fmt: fail if any Go file in the tree is not gofmt'd
 fmt:
@@ -22,10 +30,30 @@ bench:
 	cd bench && $(GO) test -run '^$$' -bench . -benchmem -count=5 ./...
 	$(GO) run ./bench/cmd/shedlock-bench
 
-## chaos: the long multi-process run with kills and faults; locks in MariaDB unless
-## told otherwise: make chaos CHAOS_FLAGS='-store postgres' (or redis, sqlite)
+## bench-herd: P pods (OS processes) x J jobs at one tick on MariaDB, PostgreSQL and
+## Redis (private servers started for the run), library beside the floor; a table per
+## store and docs/bench-herd.svg. Several minutes, both cores: HERD_FLAGS='-scales 4x100'
+bench-herd:
+	cd bench && $(GO) run ./cmd/shedlock-bench herd -chart ../docs/bench-herd.svg $(HERD_FLAGS)
+
+## chaos: the short multi-process check on every store (make test runs MariaDB's),
+## then the long run with kills and faults; locks in MariaDB unless told
+## otherwise: make chaos CHAOS_FLAGS='-store postgres' (or redis, sqlite)
 chaos:
+	cd chaos && $(GO) test -race -count=1 -run '^TestChaosShort' -v .
 	$(GO) run ./chaos/cmd/shedlock-chaos $(CHAOS_FLAGS)
+
+## release-check: a test release on a clone, installed from a file-based module proxy
+release-check:
+	scripts/check-release
+
+## oldest-go: vet and test the published libraries with the oldest Go their go lines name
+oldest-go:
+	scripts/check-oldest-go
+
+## tidy: go mod tidy in every module, each on its own (never go work sync)
+tidy:
+	scripts/tidy
 
 ## lint: gofmt, and go vet in every module
 lint: fmt

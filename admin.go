@@ -2,8 +2,9 @@ package shedlock
 
 import (
 	"context"
-	"errors"
 	"time"
+
+	"github.com/shedlock-go/shedlock/internal/sqlstore"
 )
 
 // Admin is what an operator needs of a lock table: to see the locks as the
@@ -28,6 +29,15 @@ type Admin interface {
 	// lock (an executor with WithKeepAlive does so within about a third of
 	// LockAtMostFor, and then ends the task's context with ErrLockLost).
 	ForceUnlock(ctx context.Context, name string) (LockInfo, error)
+	// ForceUnlockSeen frees the acquisition seen shows (seen as Inspect or
+	// Locks returned it: the same LockedBy and LockedAt), so that an operator
+	// who was shown one holder frees that acquisition, never one taken since.
+	// One extended or released since is still that acquisition: it is freed,
+	// and returned as it was just before. Another acquisition is an error
+	// wrapping ErrLockChanged that names the holder now, and nothing is freed;
+	// ErrLockNotFound if the row is gone. The same caution as ForceUnlock
+	// applies.
+	ForceUnlockSeen(ctx context.Context, seen LockInfo) (LockInfo, error)
 	// HealthCheck reports whether the store is reachable and the table usable for
 	// locks: the provider's first-use checks (once they have passed, they are not
 	// repeated), then on every call a statement that reads and writes the table
@@ -64,8 +74,4 @@ type LockInfo struct {
 // ForceUnlockedBy is what ForceUnlock writes to locked_by. No provider's owner
 // can equal it (theirs all contain '#'), so that the holder it was taken from
 // finds the lock lost.
-const ForceUnlockedBy = "(force-unlocked)"
-
-// ErrLockNotFound is returned by Inspect and ForceUnlock for a name the table
-// has no row of.
-var ErrLockNotFound = errors.New("shedlock: no such lock")
+const ForceUnlockedBy = sqlstore.ForceUnlockedBy

@@ -39,7 +39,7 @@ func (f JobFunc) RunContext(ctx context.Context) error { return f(ctx) }
 // Like http.ServeMux.Handle, it panics on a programming error: an executor made
 // with an invalid option or a nil provider, an invalid config or one the provider
 // would refuse on every run, a name already registered on this executor (names
-// differing only by case or trailing spaces are one name), a nil job, or a
+// differing only by case, accents, emoji or trailing spaces are one name), a nil job, or a
 // wrapper applied to a second job. Wrap returns these as errors instead.
 //
 // After Stop it does not panic, since shutdown may race with registration: it
@@ -105,6 +105,8 @@ func (e *Executor) lockedJob(cfg LockConfig, j cron.Job, o jobOptions) cron.Job 
 		task = cj.RunContext
 	}
 	return cron.FuncJob(func() {
-		_, _ = e.run(e.base, cfg, task, o) // run logs what fails
+		// cron calls the job at its fire time: an attempt that waits past
+		// the window of that fire time gives up (see ContextWithFireTime).
+		_, _ = e.run(ContextWithFireTime(e.base, time.Now()), cfg, task, o) // run logs what fails
 	})
 }

@@ -2,6 +2,35 @@
 // horizontally scaled service at a time, by taking a lock row in the database the
 // service already has. It is a port of Java's ShedLock, sharing its table.
 //
+// A service makes a provider on its database, an executor on the provider, and
+// wraps each robfig/cron job in a lock of its own name; every instance runs the
+// same code, and each minute one of them runs the job:
+//
+//	db, err := sql.Open("mysql", dsn) // the service's own database; import its driver
+//	if err != nil {
+//		return err
+//	}
+//	defer db.Close()
+//	provider, err := shedlock.NewMySQLProvider(db) // or NewPostgresProvider, NewSQLiteProvider, shedlockredis
+//	if err != nil {
+//		return err
+//	}
+//	if err := provider.EnsureTable(ctx); err != nil { // or run migrations/mysql
+//		return err
+//	}
+//	ex := shedlock.NewExecutor(provider)
+//	c := cron.New()
+//	job := shedlock.JobFunc(cancelUnpaidOrders) // on one instance at a time
+//	if _, err := c.AddJob("* * * * *", ex.WithLock("cancelUnpaidOrders", 10*time.Minute, 30*time.Second)(job)); err != nil {
+//		return err
+//	}
+//	c.Start()
+//
+// The lock is held at most 10 minutes if the instance dies running the job, and
+// at least 30 seconds, so that an instance whose clock is a little behind does
+// not run the same minute again. [Executor.Run] runs one task under a lock by
+// hand, [Executor.FixedDelay] a loop; see Shutdown below for stopping.
+//
 // # The guarantee, and its limits
 //
 // While one instance holds a name's lock, no other instance gets it: a job run
@@ -11,23 +40,32 @@
 // LockAtLeastFor was shorter than the spread of the instances' schedules), so jobs
 // must be safe to run again and to miss a turn.
 //
+// Two additions narrow the gaps. Executor.Schedule holds each run's lock until
+// just before the next fire time, so each fire time of a cron spec runs at most
+// once across instances whatever their start times and within a clock skew
+// bound. A fencing token (FenceOf, FenceFromContext), larger for every later
+// acquisition of a name, lets the store a job writes to refuse the late write of
+// a holder that was paused past its lock.
+//
 // # One row per name
 //
 // A lock is a row (name, lock_until, locked_at, locked_by). Every comparison uses
 // the database's clock, so instances whose clocks differ still agree.
 //
-//	          INSERT IGNORE, 1 row (first time the name is seen)
+//	          upsert inserts, 1 row (first time the name is seen)
 //	(no row) ─────────────────────────────────────────────┐
 //	                                                      ▼
-//	free ────── UPDATE ... WHERE lock_until <= now ─────▶ held by A
+//	free ────── upsert: take the row if lock_until <= now ▶ held by A
 //	▲  ▲                                                  │   │
 //	│  └─ Unlock by A: lock_until =                       │   │
 //	│     max(locked_at + LockAtLeastFor, now) ◀──────────┘   │
 //	└──── now passes lock_until (A crashed or hung) ◀─────────┘
 //
-// On PostgreSQL the INSERT and the UPDATE are one statement, INSERT ... ON
-// CONFLICT (name) DO UPDATE ... WHERE lock_until <= now, sent for every
-// acquisition.
+// On MySQL/MariaDB the upsert is INSERT ... ON DUPLICATE KEY UPDATE, each column
+// changed only where lock_until <= now; on PostgreSQL INSERT ... ON CONFLICT
+// (name) DO UPDATE ... WHERE lock_until <= now: one statement per attempt. SQLite
+// sends INSERT OR IGNORE the first time (and when it has not seen the row for
+// LockAtMostFor), then UPDATE ... WHERE lock_until <= now.
 //
 // Only the owner (locked_by, unique per provider instance) can release or extend,
 // and a provider never lets an old handle release a newer acquisition of its own.
@@ -47,9 +85,12 @@
 //     of the same name while the first is still going. With keep-alive
 //     (WithKeepAlive, or the job option KeepAlive) the lock is extended instead,
 //     every third of LockAtMostFor, and the context's deadline moves with it.
-//   - The lock is taken away while keep-alive runs (its row deleted or stolen),
-//     or no extension succeeds in time: the task's context ends with a cause
-//     wrapping ErrLockLost, before another instance could take the lock.
+//   - No extension succeeds in time: the task's context ends with a cause
+//     wrapping ErrLockLost, before another instance could take the lock by
+//     waiting it out. The lock taken away behind its back (a forced unlock, its
+//     row or key deleted): another instance may take it at once, and the task's
+//     context ends, with ErrLockLost, only at its next extension, up to a third
+//     of LockAtMostFor later.
 //   - The task calls runtime.Goexit: its goroutine still ends, but only after the
 //     lock is released; the Goexit is logged at error level. A fixed-delay loop
 //     runs each task in a goroutine of its own, so the loop goes on.
@@ -59,9 +100,9 @@
 // # Job names
 //
 // One executor runs one job per lock name; a second registration is
-// ErrDuplicateName. Names differing only by case or trailing spaces count as one
-// name ("job", "JOB" and "job " are one row under MySQL's default collations), so
-// they are refused too. A config the provider would refuse on every run (see
+// ErrDuplicateName. Names differing only by case, accents, emoji or trailing
+// spaces count as one name ("job", "JOB", "jöb" and "job " are one row under
+// MySQL's default collations), so they are refused too. A config the provider would refuse on every run (see
 // ConfigChecker) is refused at registration.
 //
 // # The task's context
@@ -92,4 +133,15 @@
 // until the platform kills the process, and their locks stay held until
 // LockAtMostFor. Give ctx a deadline inside the time the platform allows for
 // shutdown (a Kubernetes pod's terminationGracePeriodSeconds).
+//
+// # Options
+//
+// Every constructor of this module and of its published modules (shedlockredis,
+// shedlockprom, shedlockotel, shedlockgocron) takes options the same way: an
+// option is a function that sets one thing and checks its own value, and the
+// options apply in order. The first bad one, or a nil one, is an error wrapping
+// ErrInvalidOption that names it (WithLogger: nil logger; option 2 is nil). A
+// constructor that returns an error returns that; NewExecutor, which has no
+// error to return, keeps it and returns it from every call (and WithLock panics
+// with it), so the mistake shows at the first registration.
 package shedlock

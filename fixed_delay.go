@@ -23,7 +23,7 @@ type fixedDelayLoop struct {
 // It returns ErrInvalidConfig for a config that fails Validate or that the
 // provider would refuse on every run (see ConfigChecker), ErrInvalidJob for a nil
 // task or a delay that is not > 0, ErrDuplicateName for a name already registered
-// on this executor (names differing only by case or trailing spaces are one
+// on this executor (names differing only by case, accents, emoji or trailing spaces are one
 // name), and ErrStopped after Stop.
 //
 // Job options (KeepAlive) apply to every run; a nil one is ErrInvalidOption.

@@ -3,7 +3,6 @@ package shedlock
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 )
 
@@ -46,7 +45,7 @@ func (l *lease) keepAliveLoop(ctx context.Context) {
 		l.mu.Lock()
 		most, least, deadline := l.most, l.least, l.deadline
 		l.mu.Unlock()
-		attemptCtx, cancel := context.WithDeadline(ctx, deadline)
+		attemptCtx, cancel := context.WithDeadline(ctx, attemptDeadline(time.Now(), deadline))
 		err := l.extend(attemptCtx, most, least, true)
 		cancel()
 		switch {
@@ -57,7 +56,7 @@ func (l *lease) keepAliveLoop(ctx context.Context) {
 		case errors.Is(err, ErrLockLost) || l.lostCause() != nil || ctx.Err() != nil:
 			return
 		default:
-			l.e.log.WarnContext(l.parent, "shedlock: keep-alive could not extend the lock; retrying while it has time",
+			l.hooks.log.WarnContext(l.parent, "shedlock: keep-alive could not extend the lock; retrying while it has time",
 				"lock", l.cfg.Name, "retry_in", retry, "error", err)
 			wait = retry
 			retry = min(2*retry, keepAliveInterval(most))
@@ -66,28 +65,15 @@ func (l *lease) keepAliveLoop(ctx context.Context) {
 	}
 }
 
-// JobOption configures one job: a Run (through RunWith), a FixedDelay loop or a
-// Wrap'ed cron job. It overrides the executor's option of the same purpose.
-type JobOption func(*jobOptions)
-
-type jobOptions struct {
-	keepAlive bool
-}
-
-// KeepAlive turns keep-alive on or off for one job, whatever the executor's
-// WithKeepAlive says.
-func KeepAlive(on bool) JobOption {
-	return func(o *jobOptions) { o.keepAlive = on }
-}
-
-// jobOptions applies opts to the executor's defaults.
-func (e *Executor) jobOptions(name string, opts []JobOption) (jobOptions, error) {
-	o := jobOptions{keepAlive: e.keepAlive}
-	for i, opt := range opts {
-		if opt == nil {
-			return o, fmt.Errorf("%w: lock %q: job option %d is nil", ErrInvalidOption, name, i)
-		}
-		opt(&o)
+// attemptDeadline bounds one Extend to half the time the lock has left
+// (at least keepAliveMinAttempt), so that an Extend hung on a connection that
+// died silently is abandoned while there is time to retry on another.
+func attemptDeadline(now, deadline time.Time) time.Time {
+	if d := now.Add(max(deadline.Sub(now)/2, keepAliveMinAttempt)); d.Before(deadline) {
+		return d
 	}
-	return o, nil
+	return deadline
 }
+
+// keepAliveMinAttempt is the least time one Extend is given.
+const keepAliveMinAttempt = 50 * time.Millisecond

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/shedlock-go/shedlock/internal/inflight"
 )
 
 // lease is one run's hold on its lock, and the task's context: it ends when the
@@ -29,7 +32,7 @@ type lease struct {
 	outer       context.Context // WithCancel(inner): its Done is the lease's
 	cancelOuter context.CancelFunc
 	expired     atomic.Bool // the deadline passed: Err is DeadlineExceeded
-	e           *Executor
+	hooks       leaseHooks
 	lock        Lock
 	cfg         LockConfig
 	run         RunID
@@ -48,6 +51,18 @@ type lease struct {
 	keepAliveDone chan struct{}      // closed when keep-alive has ended
 }
 
+// leaseHooks is what a lease needs of the executor that runs it; the lease
+// holds no executor.
+type leaseHooks struct {
+	log *slog.Logger
+	// emit hands an event to the listeners; nil without listeners.
+	emit func(ctx context.Context, ev Event, from time.Time)
+	// finished tells the executor that the task has returned.
+	finished func(*lease)
+	// slots bounds the executor's statements in flight; nil for none.
+	slots *inflight.Slots
+}
+
 // leaseMargin is how long before the lock's end the task's context ends, so that
 // the task can stop before another instance may take the lock.
 func leaseMargin(mostFor time.Duration) time.Duration {
@@ -58,7 +73,7 @@ func leaseMargin(mostFor time.Duration) time.Duration {
 // lock's statement was about to be sent: the store computed the lock's end from a
 // later now, so a deadline counted from sent is never past it.
 func (e *Executor) newLease(ctx context.Context, cfg LockConfig, lock Lock, sent time.Time, keepAlive bool, run RunID) *lease {
-	l := &lease{parent: ctx, e: e, lock: lock, cfg: cfg, run: run, keepAlive: keepAlive,
+	l := &lease{parent: ctx, hooks: e.leaseHooks(), lock: lock, cfg: cfg, run: run, keepAlive: keepAlive,
 		most: cfg.LockAtMostFor, least: cfg.LockAtLeastFor}
 	l.inner, l.cancel = context.WithCancelCause(ctx)
 	l.outer, l.cancelOuter = context.WithCancel(l.inner)
@@ -158,14 +173,14 @@ func (l *lease) endLocked(kind EventKind, cause error, byKeepAlive bool) {
 	l.ended = cause
 	l.timer.Stop()
 	if kind == EventLost {
-		l.e.log.ErrorContext(l.parent, "shedlock: lock lost while the task runs; its context ends",
+		l.hooks.log.ErrorContext(l.parent, "shedlock: lock lost while the task runs; its context ends",
 			"lock", l.cfg.Name, "error", cause)
 	} else {
-		l.e.log.WarnContext(l.parent, "shedlock: lock's LockAtMostFor ran out while the task runs; its context ends",
+		l.hooks.log.WarnContext(l.parent, "shedlock: lock's LockAtMostFor ran out while the task runs; its context ends",
 			"lock", l.cfg.Name)
 	}
-	if l.e.events != nil {
-		l.e.emit(l.parent, Event{Kind: kind, Run: l.run, Config: l.cfg, Err: cause, KeepAlive: byKeepAlive}, time.Time{})
+	if l.hooks.emit != nil {
+		l.hooks.emit(l.parent, Event{Kind: kind, Run: l.run, Config: l.cfg, Err: cause, KeepAlive: byKeepAlive}, time.Time{})
 	}
 	l.cancel(cause)
 }
@@ -181,7 +196,7 @@ func (l *lease) finish() {
 		l.keepAliveStop()
 		<-l.keepAliveDone
 	}
-	l.e.removeLease(l)
+	l.hooks.finished(l)
 	l.cancel(nil)
 	l.cancelOuter()
 }
@@ -241,7 +256,7 @@ func (l *lease) extend(ctx context.Context, most, least time.Duration, byKeepAli
 		return err
 	}
 	sent := time.Now()
-	err := l.lock.Extend(ctx, most, least)
+	err := l.extendLock(ctx, most, least)
 	if errors.Is(err, ErrLockLost) {
 		l.lose(fmt.Errorf("%w: lock %q: an Extend was refused", ErrLockLost, l.cfg.Name), byKeepAlive)
 		return err
@@ -253,8 +268,8 @@ func (l *lease) extend(ctx context.Context, most, least time.Duration, byKeepAli
 		if byKeepAlive {
 			l.lastErr = err
 		}
-		if l.e.events != nil && !l.finished {
-			l.e.emit(l.parent, Event{Kind: EventExtendFailed, Run: l.run, Config: l.cfg, Err: err, KeepAlive: byKeepAlive}, sent)
+		if l.hooks.emit != nil && !l.finished {
+			l.hooks.emit(l.parent, Event{Kind: EventExtendFailed, Run: l.run, Config: l.cfg, Err: err, KeepAlive: byKeepAlive}, sent)
 		}
 		return err
 	}
@@ -265,8 +280,8 @@ func (l *lease) extend(ctx context.Context, most, least time.Duration, byKeepAli
 	l.most, l.least = most, least
 	l.deadline = sent.Add(most - leaseMargin(most))
 	l.timer.Reset(time.Until(l.deadline))
-	if l.e.events != nil {
-		l.e.emit(l.parent, Event{Kind: EventExtended, Run: l.run, Config: l.cfg, Until: l.deadline, KeepAlive: byKeepAlive}, sent)
+	if l.hooks.emit != nil {
+		l.hooks.emit(l.parent, Event{Kind: EventExtended, Run: l.run, Config: l.cfg, Until: l.deadline, KeepAlive: byKeepAlive}, sent)
 	}
 	return nil
 }
@@ -288,3 +303,15 @@ func (h leaseLock) Extend(ctx context.Context, lockAtMostFor, lockAtLeastFor tim
 	}
 	return h.l.extend(ctx, lockAtMostFor, lockAtLeastFor, false)
 }
+
+// CheckHeld reports why the task can no longer rely on its lock: it was lost,
+// ran out, or the task has returned; nil while the lease holds.
+func (h leaseLock) CheckHeld() error {
+	if cause := h.l.lostCause(); cause != nil {
+		return fmt.Errorf("lock %q: %w", h.l.cfg.Name, cause)
+	}
+	return nil
+}
+
+// Fence forwards the fencing token of the run's lock.
+func (h leaseLock) Fence() (int64, bool) { return FenceOf(h.l.lock) }

@@ -13,8 +13,14 @@ import (
 // goroutine of the executor's own, never from the goroutine that runs the lock:
 // a slow listener delays only later events, and cannot hold a lock longer,
 // delay a task or an extension. Up to 4096 events wait for a listener that
-// falls behind; beyond that new events are dropped, and the next event
-// delivered is an EventDropped that counts them. A panic in OnEvent is
+// falls behind. Beyond that, runs are dropped whole, never in part: a run
+// whose EventAttempt finds no room for its usual four events is dropped with
+// every later event of its own, while the events of runs already admitted are
+// always queued, so that a listener sees each run from its first event to its
+// last, or not at all, and a gauge or a span built from them is never left
+// wrong. Listeners are then told how many events were dropped by an
+// EventDropped, delivered before the next event or, when none comes, once the
+// queue has emptied. A panic in OnEvent is
 // recovered and logged. Events can arrive after Run has returned; once Stop
 // returns (within its ctx), every event of the runs it waited for has been
 // delivered.
@@ -71,7 +77,8 @@ type Event struct {
 	// KeepAlive is, for EventExtended, EventExtendFailed and EventLost, whether
 	// keep-alive made the Extend (false: the task, through LockFromContext).
 	KeepAlive bool
-	// Dropped counts the events dropped since the last EventDropped (EventDropped).
+	// Dropped counts the events dropped since the last EventDropped
+	// (EventDropped): every event of the runs dropped whole.
 	Dropped uint64
 }
 
@@ -105,7 +112,8 @@ const (
 	EventReleased
 	// EventReleaseFailed: the release failed; the lock stays until its end.
 	EventReleaseFailed
-	// EventDropped: Dropped events were dropped because listeners fell behind.
+	// EventDropped: Dropped events were dropped because listeners fell behind:
+	// whole runs, of which the listeners saw no event. It belongs to no run.
 	EventDropped
 )
 
@@ -127,9 +135,13 @@ const (
 	SkipHeldElsewhere SkipReason = iota + 1
 	// SkipRunningHere: this executor is still running the same name.
 	SkipRunningHere
+	// SkipLate: the attempt came after its fire time's window (see
+	// ContextWithFireTime): another instance may have run this fire time and
+	// released the lock already.
+	SkipLate
 )
 
-var skipReasonNames = [...]string{SkipHeldElsewhere: "held_elsewhere", SkipRunningHere: "running_here"}
+var skipReasonNames = [...]string{SkipHeldElsewhere: "held_elsewhere", SkipRunningHere: "running_here", SkipLate: "late"}
 
 func (r SkipReason) String() string { return enumName(skipReasonNames[:], int(r), "SkipReason") }
 

@@ -111,29 +111,53 @@ func (c *cycleBench) mustCycle(b *testing.B, cycle func(context.Context) error) 
 // pool's with the text bound, where the driver must not prepare.
 type execFunc func(ctx context.Context, args ...any) (sql.Result, error)
 
-// floorCycle returns the floor: acquire then release, each checked to change its
-// row, as the library checks.
-func floorCycle(acquire, release execFunc, acqArgs, relArgs []any) func(context.Context) error {
+// step is one statement of a floor cycle, checked as the library checks it.
+type step func(ctx context.Context) error
+
+// floorCycle returns the floor: acquire then release.
+func floorCycle(acquire, release step) func(context.Context) error {
 	return func(ctx context.Context) error {
-		if err := execOne(ctx, acquire, acqArgs); err != nil {
+		if err := acquire(ctx); err != nil {
 			return fmt.Errorf("floor acquire: %w", err)
 		}
-		if err := execOne(ctx, release, relArgs); err != nil {
+		if err := release(ctx); err != nil {
 			return fmt.Errorf("floor release: %w", err)
 		}
 		return nil
 	}
 }
 
-func execOne(ctx context.Context, exec execFunc, args []any) error {
-	res, err := exec(ctx, args...)
-	if err != nil {
-		return err
+// execStep sends a statement that must change its row; with fence, its
+// LAST_INSERT_ID is read too, as the MySQL provider reads the token.
+func execStep(exec execFunc, args []any, fence bool) step {
+	return func(ctx context.Context) error {
+		res, err := exec(ctx, args...)
+		if err != nil {
+			return err
+		}
+		// MySQL's upsert counts a row it changed as 2.
+		if n, err := res.RowsAffected(); err != nil || n < 1 || n > 2 {
+			return fmt.Errorf("%d rows, want 1 or 2 (%v)", n, err)
+		}
+		if fence {
+			if id, err := res.LastInsertId(); err != nil || id <= 0 {
+				return fmt.Errorf("no fencing token: %d (%v)", id, err)
+			}
+		}
+		return nil
 	}
-	if n, err := res.RowsAffected(); err != nil || n != 1 {
-		return fmt.Errorf("%d rows, want 1 (%v)", n, err)
+}
+
+// queryFunc sends one statement whose RETURNING clause gives one row.
+type queryFunc func(ctx context.Context, args ...any) *sql.Row
+
+// queryStep sends a statement that returns the row it changed, and scans it
+// into dest (the returned columns, boxed once): no row is an error, as a lock
+// not taken.
+func queryStep(query queryFunc, args []any, dest ...any) step {
+	return func(ctx context.Context) error {
+		return query(ctx, args...).Scan(dest...)
 	}
-	return nil
 }
 
 // benchCycles runs each way of cycling as a sub-benchmark: ns/op and

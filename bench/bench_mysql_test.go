@@ -15,7 +15,7 @@ func newMySQLCycleBench(b *testing.B) *cycleBench {
 	b.Helper()
 	ctx := context.Background()
 	db := testdb.Open(b, nil)
-	table := testdb.NewTable(b, db)
+	table := testdb.NewFencedTable(b, db)
 	p, err := shedlock.NewMySQLProvider(db, shedlock.WithTableName(table))
 	if err != nil {
 		b.Fatal(err)
@@ -41,9 +41,9 @@ func newMySQLCycleBench(b *testing.B) *cycleBench {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = acquire.Close(); _ = release.Close() })
-	return newCycleBench(b, p, floorCycle(acquire.ExecContext, release.ExecContext,
-		[]any{benchMostFor.Microseconds(), owner, "floor"},
-		[]any{int64(0), int64(0), "floor", owner}))
+	return newCycleBench(b, p, floorCycle(
+		execStep(acquire.ExecContext, []any{"floor", benchMostFor.Microseconds(), owner, owner, benchMostFor.Microseconds()}, true),
+		execStep(release.ExecContext, []any{int64(0), int64(0), "floor", owner}, false)))
 }
 
 // BenchmarkMySQLCycle measures one uncontended TryLock+Unlock cycle on one name in

@@ -31,7 +31,7 @@ func newPostgresCycleBench(b *testing.B, c pgClient) *cycleBench {
 	b.Helper()
 	ctx := context.Background()
 	db := testdb.OpenPostgres(b, c.driver, c.params)
-	table := testdb.NewPostgresTable(b, db)
+	table := testdb.NewFencedPostgresTable(b, db)
 	p, err := shedlock.NewPostgresProvider(db, shedlock.WithTableName(table))
 	if err != nil {
 		b.Fatal(err)
@@ -39,7 +39,7 @@ func newPostgresCycleBench(b *testing.B, c pgClient) *cycleBench {
 	b.Cleanup(func() { _ = p.Close() })
 	owner := p.LockedBy() + "/floor"
 	acq, rel := floor.Postgres(floor.PostgresAcquire, table), floor.Postgres(floor.PostgresRelease, table)
-	acquire := func(ctx context.Context, args ...any) (sql.Result, error) { return db.ExecContext(ctx, acq, args...) }
+	acquire := func(ctx context.Context, args ...any) *sql.Row { return db.QueryRowContext(ctx, acq, args...) }
 	release := func(ctx context.Context, args ...any) (sql.Result, error) { return db.ExecContext(ctx, rel, args...) }
 	if c.prepare {
 		a, err := db.PrepareContext(ctx, acq)
@@ -51,11 +51,14 @@ func newPostgresCycleBench(b *testing.B, c pgClient) *cycleBench {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { _ = a.Close(); _ = r.Close() })
-		acquire, release = a.ExecContext, r.ExecContext
+		acquire, release = a.QueryRowContext, r.ExecContext
 	}
-	return newCycleBench(b, p, floorCycle(acquire, release,
-		[]any{"floor", benchMostFor.Milliseconds(), owner},
-		[]any{int64(0), "floor", owner}))
+	// The returned row, as the provider scans it: the table's oid, the owner, the token.
+	var oid, fence int64
+	var by string
+	return newCycleBench(b, p, floorCycle(
+		queryStep(acquire, []any{"floor", benchMostFor.Milliseconds(), owner}, &oid, &by, &fence),
+		execStep(release, []any{int64(0), "floor", owner}, false)))
 }
 
 // BenchmarkPostgresCycle is BenchmarkMySQLCycle on the PostgreSQL provider, with

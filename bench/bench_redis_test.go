@@ -15,24 +15,9 @@ import (
 	redsyncgoredis "github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/shedlock-go/shedlock/bench/floor"
 	"github.com/shedlock-go/shedlock/shedlockredis"
 )
-
-// redisFloorRelease is the text of the provider's release script
-// (shedlockredis/scripts.go). newRedisCycleBench checks that the provider sends
-// this very script, so the floor cannot drift from it.
-const redisFloorRelease = `
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-local keep = tonumber(ARGV[2])
-local pttl = redis.call('PTTL', KEYS[1])
-if pttl >= 0 then keep = keep - (tonumber(ARGV[3]) - pttl) end
-if keep > 0 then
-  redis.call('PEXPIRE', KEYS[1], keep)
-else
-  redis.call('DEL', KEYS[1])
-end
-return 1
-`
 
 // redisAddr returns the Redis to measure: SHEDLOCK_REDIS_ADDR, else the local
 // server. Without one the benchmark skips, loudly; under CI=true it fails.
@@ -78,10 +63,31 @@ func redisBenchEnv(b *testing.B, c redis.UniversalClient) string {
 }
 
 // redisFloor is the least any library can send for one cycle: the provider's
-// SET NX PX and its release script, through the same client, arguments built
-// once.
+// acquire script (SET NX PX and the fencing token) and its release script,
+// through the same client, arguments built once.
 func redisFloor(c redis.UniversalClient, key string) func(context.Context) error {
-	release := redis.NewScript(redisFloorRelease)
+	acquire, release := redis.NewScript(floor.RedisAcquire), redis.NewScript(floor.RedisRelease)
+	value := "ADDED:2000-01-01T00:00:00.000Z@floor:0-0"
+	acqKeys := []string{key, shedlockredis.FenceKey(key)}
+	acqArgs := []any{value, benchMostFor.Milliseconds()}
+	keys := acqKeys[:1]
+	relArgs := []any{value, int64(0), benchMostFor.Milliseconds()}
+	return func(ctx context.Context) error {
+		if err := acquire.Run(ctx, c, acqKeys, acqArgs...).Err(); err != nil {
+			return fmt.Errorf("floor acquire: %w", err)
+		}
+		n, err := release.Run(ctx, c, keys, relArgs...).Int64()
+		if err != nil || n != 1 {
+			return fmt.Errorf("floor release: %d, %v", n, err)
+		}
+		return nil
+	}
+}
+
+// redisFloorSet is redisFloor without fencing tokens: a bare SET NX PX, as
+// Java ShedLock sends and as the provider did before it wrote tokens.
+func redisFloorSet(c redis.UniversalClient, key string) func(context.Context) error {
+	release := redis.NewScript(floor.RedisRelease)
 	value := "ADDED:2000-01-01T00:00:00.000Z@floor:0-0"
 	set := []any{"set", key, value, "nx", "px", benchMostFor.Milliseconds()}
 	keys := []string{key}
@@ -98,8 +104,8 @@ func redisFloor(c redis.UniversalClient, key string) func(context.Context) error
 	}
 }
 
-// checkSameScript fails b unless the provider's release is the floor's script,
-// seen as the SHA1 of its EVALSHA.
+// checkSameScript fails b unless the provider's acquire and release are the
+// floor's scripts, seen as the SHA1s of their EVALSHAs.
 func checkSameScript(b *testing.B, addr string) {
 	c := newRedisClient(b, addr)
 	var mu sync.Mutex
@@ -116,11 +122,11 @@ func checkSameScript(b *testing.B, addr string) {
 	if err := l.Unlock(context.Background()); err != nil {
 		b.Fatal(err)
 	}
-	want := redis.NewScript(redisFloorRelease).Hash()
+	want := []string{redis.NewScript(floor.RedisAcquire).Hash(), redis.NewScript(floor.RedisRelease).Hash()}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(shas) != 1 || shas[0] != want {
-		b.Fatalf("the provider's release script is not the floor's: EVALSHA %v, floor %s: update redisFloorRelease", shas, want)
+	if len(shas) != 2 || shas[0] != want[0] || shas[1] != want[1] {
+		b.Fatalf("the provider's scripts are not the floor's: EVALSHA %v, floor %v: update floor.RedisAcquire and floor.RedisRelease", shas, want)
 	}
 }
 
@@ -162,6 +168,45 @@ func BenchmarkRedisCycle(b *testing.B) { benchCycles(b, newRedisCycleBench(b)) }
 // BenchmarkRedisCycleVsFloor reports the library's and the executor's cycle on
 // Redis as ratios to the floor measured in the same loop.
 func BenchmarkRedisCycleVsFloor(b *testing.B) { benchVsFloor(b, newRedisCycleBench(b)) }
+
+// BenchmarkRedisCycleFenceCost interleaves the floor with fencing tokens (the
+// acquire script) and without (a bare SET NX PX), and reports what the token
+// costs a cycle: fenced/set.
+func BenchmarkRedisCycleFenceCost(b *testing.B) {
+	c := newRedisClient(b, redisAddr(b))
+	env := redisBenchEnv(b, c)
+	p, err := shedlockredis.NewProvider(c, shedlockredis.WithEnv(env))
+	if err != nil {
+		b.Fatal(err)
+	}
+	cycles := []func(context.Context) error{redisFloor(c, p.Key("fenced")), redisFloorSet(c, p.Key("set"))}
+	ctx := context.Background()
+	for range 3 {
+		for _, cycle := range cycles {
+			if err := cycle(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	var spent [2]time.Duration
+	i := 0
+	for b.Loop() {
+		for k := range cycles {
+			j := (i + k) % len(cycles)
+			t0 := time.Now()
+			if err := cycles[j](ctx); err != nil {
+				b.Fatal(err)
+			}
+			spent[j] += time.Since(t0)
+		}
+		i++
+	}
+	n := float64(i)
+	b.ReportMetric(float64(spent[0])/n, "ns/op")
+	b.ReportMetric(float64(spent[0])/n, "fenced-ns/cycle")
+	b.ReportMetric(float64(spent[1])/n, "set-ns/cycle")
+	b.ReportMetric(float64(spent[0])/float64(spent[1]), "fenced/set")
+}
 
 // BenchmarkRedisPeers interleaves the floor, the library and the Redis locks a
 // user would pick instead, bsm/redislock and go-redsync (one pool, so one

@@ -44,9 +44,10 @@ func newSQLiteCycleBench(b *testing.B) *cycleBench {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = acquire.Close(); _ = release.Close() })
-	return newCycleBench(b, p, floorCycle(acquire.ExecContext, release.ExecContext,
-		[]any{benchMostFor.Milliseconds(), owner, "floor"},
-		[]any{int64(0), "floor", owner}))
+	var fence int64
+	return newCycleBench(b, p, floorCycle(
+		queryStep(acquire.QueryRowContext, []any{benchMostFor.Milliseconds(), owner, "floor"}, &fence),
+		execStep(release.ExecContext, []any{int64(0), "floor", owner}, false)))
 }
 
 // BenchmarkSQLiteCycle is BenchmarkMySQLCycle on the SQLite provider.

@@ -2,16 +2,17 @@ module github.com/shedlock-go/shedlock/bench
 
 go 1.26.0
 
-require github.com/shedlock-go/shedlock v0.0.0
+require github.com/shedlock-go/shedlock v0.1.0
 
-require github.com/shedlock-go/shedlock/shedlockredis v0.0.0
+require github.com/shedlock-go/shedlock/shedlockredis v0.1.0
 
 require (
 	github.com/bsm/redislock v0.9.4
 	github.com/go-redsync/redsync/v4 v4.18.1
 	github.com/go-sql-driver/mysql v1.10.1
+	github.com/jackc/pgx/v5 v5.12.0
 	github.com/redis/go-redis/v9 v9.23.0
-	github.com/shedlock-go/shedlock/internal/testkit v0.0.0
+	github.com/shedlock-go/shedlock/internal/testkit v0.1.0
 	gonum.org/v1/plot v0.17.0
 	modernc.org/sqlite v1.62.0
 )
@@ -46,7 +47,6 @@ require (
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
-	github.com/jackc/pgx/v5 v5.12.0 // indirect
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
 	github.com/klauspost/compress v1.20.1 // indirect
 	github.com/lib/pq v1.12.3 // indirect
@@ -94,9 +94,3 @@ require (
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
 )
-
-replace github.com/shedlock-go/shedlock v0.0.0 => ..
-
-replace github.com/shedlock-go/shedlock/internal/testkit v0.0.0 => ../internal/testkit
-
-replace github.com/shedlock-go/shedlock/shedlockredis v0.0.0 => ../shedlockredis

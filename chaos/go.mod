@@ -2,14 +2,14 @@ module github.com/shedlock-go/shedlock/chaos
 
 go 1.26.0
 
-require github.com/shedlock-go/shedlock v0.0.0
+require github.com/shedlock-go/shedlock v0.1.0
 
 require (
 	github.com/go-sql-driver/mysql v1.10.1
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/redis/go-redis/v9 v9.22.0
-	github.com/shedlock-go/shedlock/internal/testkit v0.0.0
-	github.com/shedlock-go/shedlock/shedlockredis v0.0.0
+	github.com/shedlock-go/shedlock/internal/testkit v0.1.0
+	github.com/shedlock-go/shedlock/shedlockredis v0.1.0
 	modernc.org/sqlite v1.62.0
 )
 
@@ -83,9 +83,3 @@ require (
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
 )
-
-replace github.com/shedlock-go/shedlock v0.0.0 => ..
-
-replace github.com/shedlock-go/shedlock/internal/testkit v0.0.0 => ../internal/testkit
-
-replace github.com/shedlock-go/shedlock/shedlockredis v0.0.0 => ../shedlockredis

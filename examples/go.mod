@@ -3,8 +3,8 @@ module github.com/shedlock-go/shedlock/examples
 go 1.26.0
 
 require (
-	github.com/shedlock-go/shedlock v0.0.0
-	github.com/shedlock-go/shedlock/shedlockprom v0.0.0
+	github.com/shedlock-go/shedlock v0.1.0
+	github.com/shedlock-go/shedlock/shedlockprom v0.1.0
 )
 
 require (
@@ -14,8 +14,8 @@ require (
 	github.com/prometheus/client_golang v1.23.2
 	github.com/redis/go-redis/v9 v9.22.0
 	github.com/robfig/cron/v3 v3.0.1
-	github.com/shedlock-go/shedlock/internal/testkit v0.0.0
-	github.com/shedlock-go/shedlock/shedlockredis v0.0.0
+	github.com/shedlock-go/shedlock/internal/testkit v0.1.0
+	github.com/shedlock-go/shedlock/shedlockredis v0.1.0
 	modernc.org/sqlite v1.62.0
 )
 
@@ -70,7 +70,7 @@ require (
 	github.com/prometheus/common v0.66.1 // indirect
 	github.com/prometheus/procfs v0.16.1 // indirect
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
-	github.com/shedlock-go/shedlock/shedlockgocron v0.0.0
+	github.com/shedlock-go/shedlock/shedlockgocron v0.1.0
 	github.com/shirou/gopsutil/v4 v4.26.6 // indirect
 	github.com/sirupsen/logrus v1.10.2 // indirect
 	github.com/stretchr/testify v1.12.1 // indirect
@@ -98,13 +98,3 @@ require (
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
 )
-
-replace github.com/shedlock-go/shedlock v0.0.0 => ..
-
-replace github.com/shedlock-go/shedlock/internal/testkit v0.0.0 => ../internal/testkit
-
-replace github.com/shedlock-go/shedlock/shedlockprom v0.0.0 => ../shedlockprom
-
-replace github.com/shedlock-go/shedlock/shedlockredis v0.0.0 => ../shedlockredis
-
-replace github.com/shedlock-go/shedlock/shedlockgocron v0.0.0 => ../shedlockgocron

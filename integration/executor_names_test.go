@@ -27,11 +27,15 @@ func TestDuplicateNamesAsTheStoreSeesThem(t *testing.T) {
 		{"k-job", "\u212a-job"},      // Kelvin sign folds to k
 		{"\u01c6-job", "\u01c5-job"}, // dž and Dž
 		{"σ-job", "ς-job"},           // final sigma folds with sigma
+		{"cafe", "café"},             // accents do not count under general_ci and unicode_ci
+		{"Zurich", "zürich"},         // nor with case
+		{"job-😀", "job-🎉"},           // utf8mb4_general_ci weighs every emoji alike
 	}
 	distinct := [][2]string{
 		{"job", " job"},  // leading spaces count
 		{"job", "job\t"}, // only spaces are padding
 		{"job", "jobs"},
+		{"job-😀", "job-a"},
 	}
 	noop := func(context.Context) error { return nil }
 	registrations := map[string]func(ex *shedlock.Executor, name string) error{
@@ -40,6 +44,10 @@ func TestDuplicateNamesAsTheStoreSeesThem(t *testing.T) {
 		},
 		"Wrap": func(ex *shedlock.Executor, name string) error {
 			_, err := ex.Wrap(shedlock.LockConfig{Name: name, LockAtMostFor: time.Minute}, cron.FuncJob(func() {}))
+			return err
+		},
+		"Schedule": func(ex *shedlock.Executor, name string) error {
+			_, err := ex.Schedule(cron.New(), "@hourly", shedlock.LockConfig{Name: name, LockAtMostFor: time.Minute}, noop)
 			return err
 		},
 		"WithLock": func(ex *shedlock.Executor, name string) (err error) {

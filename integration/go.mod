@@ -2,7 +2,7 @@ module github.com/shedlock-go/shedlock/integration
 
 go 1.26.0
 
-require github.com/shedlock-go/shedlock v0.0.0
+require github.com/shedlock-go/shedlock v0.1.0
 
 require (
 	github.com/go-co-op/gocron/v2 v2.21.2
@@ -10,8 +10,8 @@ require (
 	github.com/golang-migrate/migrate/v4 v4.20.1
 	github.com/pressly/goose/v3 v3.29.0
 	github.com/robfig/cron/v3 v3.0.1
-	github.com/shedlock-go/shedlock/internal/testkit v0.0.0
-	github.com/shedlock-go/shedlock/shedlockgocron v0.0.0
+	github.com/shedlock-go/shedlock/internal/testkit v0.1.0
+	github.com/shedlock-go/shedlock/shedlockgocron v0.1.0
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
 	modernc.org/sqlite v1.62.0
@@ -89,9 +89,3 @@ require (
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
 )
-
-replace github.com/shedlock-go/shedlock v0.0.0 => ..
-
-replace github.com/shedlock-go/shedlock/internal/testkit v0.0.0 => ../internal/testkit
-
-replace github.com/shedlock-go/shedlock/shedlockgocron v0.0.0 => ../shedlockgocron

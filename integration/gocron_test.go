@@ -55,10 +55,18 @@ func TestGocronOffsetPods(t *testing.T) {
 		t.Run(storeName, func(t *testing.T) {
 			t.Parallel()
 			newProvider := newStore(t)
+			// Every pod's provider is past its first use, with its checks, before
+			// the clock starts: the ticks are the subject, not a slow first lock.
+			providers := make([][]shedlock.LockProvider, len(scenarios))
+			for i := range scenarios {
+				for range offsetPods {
+					providers[i] = append(providers[i], warmProvider(t, newProvider(t)))
+				}
+			}
 			start := time.Now().Add(500 * time.Millisecond).Truncate(100 * time.Millisecond)
 			runs := make([]*offsetRuns, len(scenarios))
 			for i, sc := range scenarios {
-				runs[i] = sc.start(t, newProvider, start)
+				runs[i] = sc.start(t, providers[i], start)
 			}
 			for _, r := range runs {
 				r.waitAndStop(t)
@@ -94,10 +102,10 @@ type offsetRuns struct {
 	attempts []*countingLocker
 }
 
-func (sc offsetScenario) start(t *testing.T, newProvider func(t *testing.T) shedlock.LockProvider, start time.Time) *offsetRuns {
+func (sc offsetScenario) start(t *testing.T, providers []shedlock.LockProvider, start time.Time) *offsetRuns {
 	r := &offsetRuns{byTick: map[int][]int{}}
-	for pod := range offsetPods {
-		locker := &countingLocker{Locker: sc.locker(t, newProvider(t))}
+	for pod, p := range providers {
+		locker := &countingLocker{Locker: sc.locker(t, p)}
 		r.attempts = append(r.attempts, locker)
 		var schedOpts []gocron.SchedulerOption
 		jobOpts := []gocron.JobOption{
@@ -153,6 +161,16 @@ func (sc offsetScenario) check(t *testing.T, r *offsetRuns) {
 	if sc.wantDup {
 		assert.Positive(t, duplicates, "without LockAtLeastFor the offset pods run ticks again")
 	}
+}
+
+// warmProvider takes and releases a lock of its own on p, so that p's first
+// use, with its checks, is over before a test's clock starts; it returns p.
+func warmProvider(t *testing.T, p shedlock.LockProvider) shedlock.LockProvider {
+	t.Helper()
+	l, err := p.TryLock(context.Background(), shedlock.LockConfig{Name: "warm-up", LockAtMostFor: time.Minute})
+	require.NoError(t, err, "the warm-up lock")
+	require.NoError(t, l.Unlock(context.Background()), "the warm-up unlock")
+	return p
 }
 
 // countingLocker counts the lock attempts a scheduler makes.

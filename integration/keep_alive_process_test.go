@@ -32,10 +32,14 @@ const (
 // keepAliveMostFor is the pods' LockAtMostFor: their one run lasts many times it.
 const keepAliveMostFor = time.Second
 
-// TestMain lets TestKeepAliveAcrossProcesses re-run this test binary as a pod.
+// TestMain lets TestKeepAliveAcrossProcesses and TestFenceStaleWriteAcrossProcesses
+// re-run this test binary as a pod.
 func TestMain(m *testing.M) {
 	if os.Getenv(envKeepAlivePod) != "" {
 		os.Exit(keepAlivePodMain())
+	}
+	if os.Getenv(envFencePod) != "" {
+		os.Exit(fencePodMain())
 	}
 	os.Exit(m.Run())
 }

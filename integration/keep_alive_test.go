@@ -26,8 +26,10 @@ func TestKeepAliveOutlivesLockAtMostFor(t *testing.T) {
 	forEachStore(t, func(t *testing.T, newProvider shedlocktest.NewProviderFunc) {
 		ex, r := listened(newProvider(t), shedlock.WithKeepAlive())
 		other := newProvider(t)
-		cfg := shedlock.LockConfig{Name: "long", LockAtMostFor: 300 * time.Millisecond}
-		const runFor = 4 * 300 * time.Millisecond
+		// Each extension's statement gets half the time the lock has left: at a
+		// LockAtMostFor of 1 s, enough on a machine busy with the whole suite.
+		cfg := shedlock.LockConfig{Name: "long", LockAtMostFor: time.Second}
+		const runFor = 4 * time.Second
 		var deadlines []time.Time
 		ran, err := ex.Run(context.Background(), cfg, func(ctx context.Context) error {
 			start := time.Now()
@@ -221,7 +223,8 @@ func TestKeepAliveStopCause(t *testing.T) {
 		running := make(chan struct{})
 		done := make(chan error, 1)
 		go func() {
-			_, err := ex.Run(context.Background(), shedlock.LockConfig{Name: "stop", LockAtMostFor: 300 * time.Millisecond},
+			// Long enough that a slow store's late extension does not lose it first.
+			_, err := ex.Run(context.Background(), shedlock.LockConfig{Name: "stop", LockAtMostFor: 3 * time.Second},
 				func(ctx context.Context) error {
 					close(running)
 					<-ctx.Done()
@@ -307,8 +310,8 @@ func TestKeepAliveLeavesNoGoroutine(t *testing.T) {
 func TestLockFromContextExtendMovesDeadline(t *testing.T) {
 	forEachStore(t, func(t *testing.T, newProvider shedlocktest.NewProviderFunc) {
 		ex, r := listened(newProvider(t))
-		other := newProvider(t)
-		cfg := shedlock.LockConfig{Name: "by-hand", LockAtMostFor: time.Second}
+		other := warmProvider(t, newProvider(t)) // its first use would eat the 200 ms below
+		cfg := shedlock.LockConfig{Name: "by-hand", LockAtMostFor: 10 * time.Second}
 		_, err := ex.Run(context.Background(), cfg, func(ctx context.Context) error {
 			l, ok := shedlock.LockFromContext(ctx)
 			require.True(t, ok)
@@ -320,12 +323,14 @@ func TestLockFromContextExtendMovesDeadline(t *testing.T) {
 			assert.WithinRange(t, later, before.Add(time.Minute-5*time.Second), time.Now().Add(time.Minute-5*time.Second))
 			assert.True(t, later.After(first))
 
-			require.NoError(t, l.Extend(ctx, 200*time.Millisecond, 0))
+			// 2 s: the task's context ends 200 ms (the margin) before the lock
+			// does, time enough for the check below on a busy machine.
+			require.NoError(t, l.Extend(ctx, 2*time.Second, 0))
 			sooner, _ := ctx.Deadline()
 			assert.True(t, sooner.Before(first), "a shorter Extend brings the deadline closer")
 			<-ctx.Done()
 			assert.ErrorIs(t, context.Cause(ctx), shedlock.ErrLockExpired)
-			// The lock, extended by 200ms, has not ended in the store yet.
+			// The lock, extended by 2s, has not ended in the store yet.
 			_, err := other.TryLock(context.Background(), cfg)
 			assert.ErrorIs(t, err, shedlock.ErrNotAcquired)
 

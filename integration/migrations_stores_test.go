@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -38,7 +39,8 @@ type migrationStore struct {
 	// describe lists what a Java-compatible table must be: for MySQL its engine
 	// and character set, then for each column "name type NOT NULL [key] [default]".
 	describe    func(t *testing.T, db *sql.DB) []string
-	want        []string
+	want        []string // after 0001: Java ShedLock's table
+	fence       string   // the column 0002 adds, as describe shows it
 	tableExists func(t *testing.T, db *sql.DB, table string) bool
 	provider    func(db *sql.DB) (shedlock.LockProvider, error)
 }
@@ -69,6 +71,7 @@ var mysqlMigrations = migrationStore{
 		"locked_at timestamp(3) NOT NULL DEFAULT current_timestamp(3)",
 		"locked_by varchar(255) NOT NULL",
 	},
+	fence: "fence bigint(20) NULL DEFAULT null",
 	tableExists: func(t *testing.T, db *sql.DB, table string) bool {
 		var n int
 		require.NoError(t, db.QueryRow(`SELECT COUNT(*) FROM information_schema.TABLES
@@ -103,6 +106,7 @@ var postgresMigrations = migrationStore{
 		"locked_by character varying(255) NOT NULL",
 		"PRIMARY KEY (name)",
 	},
+	fence: "fence bigint",
 	tableExists: func(t *testing.T, db *sql.DB, table string) bool {
 		var ok bool
 		require.NoError(t, db.QueryRow(`SELECT to_regclass($1) IS NOT NULL`, table).Scan(&ok))
@@ -133,6 +137,7 @@ var sqliteMigrations = migrationStore{
 		"locked_at TEXT NOT NULL DEFAULT strftime('%Y-%m-%d %H:%M:%f', 'now')",
 		"locked_by VARCHAR(255) NOT NULL",
 	},
+	fence: "fence BIGINT",
 	tableExists: func(t *testing.T, db *sql.DB, table string) bool {
 		var n int
 		require.NoError(t, db.QueryRow(`SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?`,
@@ -207,9 +212,21 @@ func queryStrings(t *testing.T, db *sql.DB, query string) []string {
 	return out
 }
 
+// wantFenced is want with the fence column of 0002, the last column (in
+// PostgreSQL's list, before the key).
+func (s migrationStore) wantFenced() []string {
+	out := slices.Clone(s.want)
+	at := len(out)
+	if s.name == "PostgreSQL" {
+		at--
+	}
+	return slices.Insert(out, at, s.fence)
+}
+
 // requireLocks shows that the store's provider, with its default table, takes and
-// releases locks in the migrated table and refuses a second holder.
-func (s migrationStore) requireLocks(t *testing.T, newPool func() *sql.DB) {
+// releases locks in the migrated table and refuses a second holder; their
+// locks carry fencing tokens if and only if fenced.
+func (s migrationStore) requireLocks(t *testing.T, newPool func() *sql.DB, fenced bool) {
 	t.Helper()
 	ctx := context.Background()
 	newProvider := func() shedlock.LockProvider {
@@ -225,10 +242,16 @@ func (s migrationStore) requireLocks(t *testing.T, newPool func() *sql.DB) {
 
 	lock, err := a.TryLock(ctx, cfg)
 	require.NoError(t, err, "first lock on the migrated table")
+	first, ok := shedlock.FenceOf(lock)
+	require.Equal(t, fenced, ok, "a fencing token")
 	_, err = b.TryLock(ctx, cfg)
 	require.ErrorIs(t, err, shedlock.ErrNotAcquired, "a second holder while the first holds it")
 	require.NoError(t, lock.Unlock(ctx))
 	lock, err = b.TryLock(ctx, cfg)
 	require.NoError(t, err, "lock after the release")
+	if second, ok := shedlock.FenceOf(lock); fenced {
+		require.True(t, ok)
+		require.Greater(t, second, first, "the next acquisition's token")
+	}
 	require.NoError(t, lock.Unlock(ctx))
 }

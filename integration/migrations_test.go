@@ -18,6 +18,10 @@ import (
 // Each test's version table, under a name of its own as the package doc advises.
 const migrationVersions = "shedlock_versions"
 
+// migrationCount is how many migrations each store has: 0001 (Java ShedLock's
+// table) and 0002 (the fence column).
+const migrationCount = 2
+
 // migrationTool applies a store's migrations up, or all the way down, on a pool
 // it may close.
 type migrationTool struct {
@@ -56,12 +60,12 @@ var gooseProvider = migrationTool{
 	up: func(t *testing.T, s migrationStore, db *sql.DB) {
 		results, err := newGoose(t, s, db).Up(context.Background())
 		require.NoError(t, err)
-		require.Len(t, results, 1)
+		require.Len(t, results, migrationCount)
 	},
 	down: func(t *testing.T, s migrationStore, db *sql.DB) {
 		results, err := newGoose(t, s, db).DownTo(context.Background(), 0)
 		require.NoError(t, err)
-		require.Len(t, results, 1)
+		require.Len(t, results, migrationCount)
 	},
 }
 
@@ -87,9 +91,9 @@ func TestMigrations(t *testing.T) {
 				db := newPool()
 
 				tool.up(t, s, newPool())
-				assert.Equal(t, s.want, s.describe(t, db), "table after up")
+				assert.Equal(t, s.wantFenced(), s.describe(t, db), "table after up")
 				assert.True(t, s.tableExists(t, db, migrationVersions), "version table %s after up", migrationVersions)
-				s.requireLocks(t, newPool)
+				s.requireLocks(t, newPool, true)
 
 				tool.down(t, s, newPool())
 				assert.False(t, s.tableExists(t, db, "shedlock"), "shedlock after down")
@@ -124,9 +128,54 @@ func TestMigrationsGooseGlobalFunctions(t *testing.T) {
 	goose.SetTableName(migrationVersions)
 
 	require.NoError(t, goose.Up(db, "goose"))
-	assert.Equal(t, s.want, s.describe(t, db), "table after up")
+	assert.Equal(t, s.wantFenced(), s.describe(t, db), "table after up")
 	assert.True(t, s.tableExists(t, db, migrationVersions), "version table %s after up", migrationVersions)
-	s.requireLocks(t, newPool)
+	s.requireLocks(t, newPool, true)
 	require.NoError(t, goose.DownTo(db, "goose", 0))
 	assert.False(t, s.tableExists(t, db, "shedlock"), "shedlock after down")
+}
+
+// Version 1 alone is Java ShedLock's table, where locks carry no token; 0002
+// adds the fence column, and a provider made after it gives tokens; down to 1
+// takes it away again, and locks go on without.
+func TestMigrationsFenceStep(t *testing.T) {
+	t.Parallel()
+	for _, s := range []migrationStore{mysqlMigrations, postgresMigrations, sqliteMigrations} {
+		t.Run(s.name, func(t *testing.T) {
+			t.Parallel()
+			newPool := s.open(t)
+			db := newPool()
+			m := newMigrate(t, s, newPool())
+
+			require.NoError(t, m.Steps(1))
+			assert.Equal(t, s.want, s.describe(t, db), "Java ShedLock's table at version 1")
+			s.requireLocks(t, newPool, false)
+
+			require.NoError(t, m.Steps(1))
+			assert.Equal(t, s.wantFenced(), s.describe(t, db), "the fence column at version 2")
+			s.requireLocks(t, newPool, true)
+
+			require.NoError(t, m.Steps(-1))
+			assert.Equal(t, s.want, s.describe(t, db), "down to version 1")
+			s.requireLocks(t, newPool, false)
+		})
+	}
+}
+
+// EnsureTable makes a new table with the columns of every migration, as the
+// tools make it.
+func TestMigrationsEnsureTableMatches(t *testing.T) {
+	t.Parallel()
+	for _, s := range []migrationStore{mysqlMigrations, postgresMigrations, sqliteMigrations} {
+		t.Run(s.name, func(t *testing.T) {
+			t.Parallel()
+			newPool := s.open(t)
+			db := newPool()
+			p, err := s.provider(newPool())
+			require.NoError(t, err)
+			require.NoError(t, p.(interface{ EnsureTable(context.Context) error }).EnsureTable(context.Background()))
+			assert.Equal(t, s.wantFenced(), s.describe(t, db))
+			s.requireLocks(t, newPool, true)
+		})
+	}
 }

@@ -168,7 +168,7 @@ func TestPostgresStaleTransactionTime(t *testing.T) {
 	ctx := context.Background()
 	admin := testdb.OpenPostgres(t, testdb.PGX, nil)
 	table := testdb.NewPostgresTable(t, admin)
-	goPod := newPostgresProvider(t, pgxClient.open(t, nil), shedlock.WithTableName(table))
+	goPod := warmProvider(t, newPostgresProvider(t, pgxClient.open(t, nil), shedlock.WithTableName(table)))
 	const age, most = 600 * time.Millisecond, 500 * time.Millisecond
 
 	// staleTx opens a transaction on db and lets it age: its CURRENT_TIMESTAMP

@@ -44,15 +44,26 @@ func TestPostgresRoundTrips(t *testing.T) {
 	for _, tc := range []struct {
 		c        pgClient
 		prepared int // lock statements prepared on the connection
+		fenced   bool
 	}{
-		{pgxClient, 2},       // pgx's statement cache: the two it ran
-		{pgxSimpleClient, 0}, // none
-		{libpqClient, 3},     // the provider's, on first use
+		{pgxClient, 2, false},       // pgx's statement cache: the two it ran
+		{pgxSimpleClient, 0, false}, // none
+		{libpqClient, 3, false},     // the provider's, on first use
+		{pgxClient, 2, true},        // the same on a table with the fence column
+		{pgxSimpleClient, 0, true},
+		{libpqClient, 3, true},
 	} {
-		t.Run(tc.c.name, func(t *testing.T) {
+		name := tc.c.name
+		if tc.fenced {
+			name += "/FencedTable"
+		}
+		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			admin := testdb.OpenPostgres(t, testdb.PGX, nil)
 			table := testdb.NewPostgresTable(t, admin)
+			if tc.fenced {
+				table = testdb.NewFencedPostgresTable(t, admin)
+			}
 			db, px := openThroughProxy(t, tc.c)
 			p := newPostgresProvider(t, db, shedlock.WithTableName(table))
 			other := newPostgresProvider(t, testdb.OpenPostgres(t, testdb.PGX, nil), shedlock.WithTableName(table))
@@ -76,6 +87,8 @@ func TestPostgresRoundTrips(t *testing.T) {
 				l, err = p.TryLock(ctx, shedlock.LockConfig{Name: "new-name", LockAtMostFor: time.Minute})
 				require.NoError(t, err)
 			}), "first acquisition of a name")
+			_, fenced := shedlock.FenceOf(l)
+			assert.Equal(t, tc.fenced, fenced, "a fencing token")
 			assert.Equal(t, 1, requests(func() { require.NoError(t, l.Unlock(ctx)) }), "release")
 
 			held, err := other.TryLock(ctx, shedlock.LockConfig{Name: "held", LockAtMostFor: time.Minute})

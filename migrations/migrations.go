@@ -12,12 +12,28 @@
 //
 //	0001_create_shedlock.up.sql     golang-migrate reads the folder itself
 //	0001_create_shedlock.down.sql
+//	0002_add_fence.up.sql
+//	0002_add_fence.down.sql
 //	goose/0001_create_shedlock.sql  goose reads goose/: up and down in one file,
-//	                                marked -- +goose Up and -- +goose Down
+//	goose/0002_add_fence.sql        marked -- +goose Up and -- +goose Down
 //
 // Give goose the goose folder, never the root: there it would read the .up.sql and
-// .down.sql files as two migrations of version 1 and refuse them. A new store is a
-// new folder of the same three files and one variable below.
+// .down.sql files as two migrations of each version and refuse them. A new store is a
+// new folder of the same files and one variable below.
+//
+// # The migrations
+//
+//   - 0001 creates Java ShedLock's table: name, lock_until, locked_at, locked_by.
+//   - 0002 adds the column fence BIGINT (NULL allowed), where the providers write
+//     each acquisition's fencing token (see shedlock.FenceOf). It is an ALTER
+//     TABLE ... ADD COLUMN without a default, which MySQL 8, MariaDB 10.3,
+//     PostgreSQL 11 and SQLite make without rewriting the table. Java ShedLock
+//     pods keep working on the table: they neither read nor write the column.
+//
+// A provider looks for the fence column when it first uses the table: one that
+// started before 0002 ran goes on without tokens until it is made anew or closed
+// (Close; its next lock checks the table again). Stay at version 1 for a table
+// that must keep Java ShedLock's exact columns; locks then carry no token.
 //
 // # golang-migrate
 //
@@ -69,10 +85,11 @@
 //
 //	p, err := shedlock.NewMySQLProvider(db, shedlock.WithTableName("job_locks"))
 //	...
-//	err = p.EnsureTable(ctx) // CREATE TABLE IF NOT EXISTS job_locks (...), same columns
+//	err = p.EnsureTable(ctx) // CREATE TABLE IF NOT EXISTS job_locks (...), the columns of every migration
 //
 // or copy the statements into a migration of the service's own with the name
-// changed, and pass that name to WithTableName.
+// changed, and pass that name to WithTableName. EnsureTable creates a missing
+// table only: it does not add the fence column to a table that exists.
 package migrations
 
 import (

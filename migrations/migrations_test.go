@@ -9,11 +9,22 @@ import (
 	"github.com/shedlock-go/shedlock/migrations"
 )
 
-const (
-	up    = "0001_create_shedlock.up.sql"
-	down  = "0001_create_shedlock.down.sql"
-	goose = "goose/0001_create_shedlock.sql"
-)
+// The migrations, in order, by the name of their files.
+var versions = []string{"0001_create_shedlock", "0002_add_fence"}
+
+func up(v string) string    { return v + ".up.sql" }
+func down(v string) string  { return v + ".down.sql" }
+func goose(v string) string { return "goose/" + v + ".sql" }
+
+// allFiles lists every store's files, sorted.
+func allFiles() []string {
+	var out []string
+	for _, v := range versions {
+		out = append(out, up(v), down(v), goose(v))
+	}
+	slices.Sort(out)
+	return out
+}
 
 // The exported folders, by the name of their folder in FS.
 var dialects = map[string]fs.FS{
@@ -22,7 +33,7 @@ var dialects = map[string]fs.FS{
 	"sqlite":   migrations.SQLite,
 }
 
-// Every folder of FS is a store with the same three files, and has its variable:
+// Every folder of FS is a store with the same files, and has its variable:
 // a store added without its goose file, or without a variable, fails here.
 func TestEveryStoreHasTheSameLayout(t *testing.T) {
 	entries, err := fs.ReadDir(migrations.FS, ".")
@@ -43,7 +54,7 @@ func TestEveryStoreHasTheSameLayout(t *testing.T) {
 			t.Fatal(err)
 		}
 		slices.Sort(files)
-		if want := []string{down, up, goose}; !slices.Equal(files, want) {
+		if want := allFiles(); !slices.Equal(files, want) {
 			t.Errorf("%s holds %q, want %q", e.Name(), files, want)
 		}
 	}
@@ -57,14 +68,14 @@ func TestEveryStoreHasTheSameLayout(t *testing.T) {
 	}
 }
 
-// Each variable is its folder, a well-formed fs.FS with the three files.
+// Each variable is its folder, a well-formed fs.FS with every migration's files.
 func TestDialectFS(t *testing.T) {
 	for dir, fsys := range dialects {
 		t.Run(dir, func(t *testing.T) {
-			if err := fstest.TestFS(fsys, up, down, goose); err != nil {
+			if err := fstest.TestFS(fsys, allFiles()...); err != nil {
 				t.Fatal(err)
 			}
-			for _, name := range []string{up, down, goose} {
+			for _, name := range allFiles() {
 				got, err := fs.ReadFile(fsys, name)
 				if err != nil {
 					t.Fatal(err)
@@ -92,9 +103,11 @@ func TestGooseFileMatchesUpAndDown(t *testing.T) {
 			}
 			return string(b)
 		}
-		want := "-- +goose Up\n" + read(up) + "\n-- +goose Down\n" + read(down)
-		if got := read(goose); got != want {
-			t.Errorf("%s/%s:\n%s\nwant:\n%s", dir, goose, got, want)
+		for _, v := range versions {
+			want := "-- +goose Up\n" + read(up(v)) + "\n-- +goose Down\n" + read(down(v))
+			if got := read(goose(v)); got != want {
+				t.Errorf("%s/%s:\n%s\nwant:\n%s", dir, goose(v), got, want)
+			}
 		}
 	}
 }

@@ -21,12 +21,26 @@
 // after it was taken: set it longer than the spread of the instances' schedules
 // and shorter than the job's interval, and each tick runs once.
 //
+// shedlock.Executor.Schedule works that hold out for each run, until just
+// before the next fire time, from the job's schedule. A Locker cannot: gocron
+// gives it the job's name and context, not the fire time or the schedule, and
+// updates the job's next run in the background while Lock runs. For a job at a
+// fixed interval, WithJob(name, mostFor, interval - bound), where bound covers
+// the spread of the instances' clocks, holds the lock the same way; for a cron
+// expression whose gaps differ, run the job on robfig/cron with Schedule.
+//
 // # Limits
 //
 // gocron does not let a locker end the job it guards: a run that outlives
 // LockAtMostFor can run beside the next instance's. Set LockAtMostFor above the
 // longest run, or run the work through shedlock.Executor, whose task context ends
 // with the lock.
+//
+// # Options
+//
+// Each option checks its own value. NewLocker returns a bad value, or a nil
+// option, as an error wrapping shedlock.ErrInvalidOption that names the option
+// (a nil one by its position, counting from 0).
 package shedlockgocron
 
 import (

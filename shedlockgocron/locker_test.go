@@ -202,36 +202,41 @@ func TestNewLockerRejectsBadInput(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		err  error
+		want string // in the error's text
 		new  func() (*shedlockgocron.Locker, error)
 	}{
-		{"nil provider", shedlock.ErrInvalidOption, func() (*shedlockgocron.Locker, error) {
+		{"nil provider", shedlock.ErrInvalidOption, "shedlockgocron.NewLocker: nil provider", func() (*shedlockgocron.Locker, error) {
 			return shedlockgocron.NewLocker(nil, time.Minute, 0)
 		}},
-		{"least above most", shedlock.ErrInvalidConfig, func() (*shedlockgocron.Locker, error) {
+		{"least above most", shedlock.ErrInvalidConfig, "", func() (*shedlockgocron.Locker, error) {
 			return shedlockgocron.NewLocker(p, time.Minute, time.Hour)
 		}},
-		{"no most", shedlock.ErrInvalidConfig, func() (*shedlockgocron.Locker, error) {
+		{"no most", shedlock.ErrInvalidConfig, "", func() (*shedlockgocron.Locker, error) {
 			return shedlockgocron.NewLocker(p, 0, 0)
 		}},
-		{"bad job", shedlock.ErrInvalidConfig, func() (*shedlockgocron.Locker, error) {
+		{"bad job", shedlock.ErrInvalidConfig, "", func() (*shedlockgocron.Locker, error) {
 			return shedlockgocron.NewLocker(p, time.Minute, 0, shedlockgocron.WithJob("job", time.Second, time.Minute))
 		}},
-		{"job twice", shedlock.ErrInvalidOption, func() (*shedlockgocron.Locker, error) {
+		{"job twice", shedlock.ErrInvalidOption, `shedlockgocron.WithJob("job"): given twice`, func() (*shedlockgocron.Locker, error) {
 			return shedlockgocron.NewLocker(p, time.Minute, 0,
 				shedlockgocron.WithJob("job", time.Minute, 0), shedlockgocron.WithJob("job", time.Hour, 0))
 		}},
-		{"nil option", shedlock.ErrInvalidOption, func() (*shedlockgocron.Locker, error) {
+		{"nil option", shedlock.ErrInvalidOption, "shedlockgocron.NewLocker: option 0 is nil", func() (*shedlockgocron.Locker, error) {
 			return shedlockgocron.NewLocker(p, time.Minute, 0, nil)
 		}},
-		{"unlock timeout", shedlock.ErrInvalidOption, func() (*shedlockgocron.Locker, error) {
+		{"nil second option", shedlock.ErrInvalidOption, "shedlockgocron.NewLocker: option 1 is nil", func() (*shedlockgocron.Locker, error) {
+			return shedlockgocron.NewLocker(p, time.Minute, 0, shedlockgocron.WithUnlockTimeout(time.Second), nil)
+		}},
+		{"unlock timeout", shedlock.ErrInvalidOption, "shedlockgocron.WithUnlockTimeout(0s): must be > 0", func() (*shedlockgocron.Locker, error) {
 			return shedlockgocron.NewLocker(p, time.Minute, 0, shedlockgocron.WithUnlockTimeout(0))
 		}},
-		{"nil logger", shedlock.ErrInvalidOption, func() (*shedlockgocron.Locker, error) {
+		{"nil logger", shedlock.ErrInvalidOption, "shedlockgocron.WithLogger: nil logger", func() (*shedlockgocron.Locker, error) {
 			return shedlockgocron.NewLocker(p, time.Minute, 0, shedlockgocron.WithLogger(nil))
 		}},
 	} {
-		if l, err := tc.new(); l != nil || !errors.Is(err, tc.err) {
-			t.Errorf("%s: want %v, got locker=%v err=%v", tc.name, tc.err, l != nil, err)
+		l, err := tc.new()
+		if l != nil || !errors.Is(err, tc.err) || (tc.want != "" && !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s: want %v naming %q, got locker=%v err=%v", tc.name, tc.err, tc.want, l != nil, err)
 		}
 	}
 }

@@ -8,7 +8,10 @@ import (
 	"github.com/shedlock-go/shedlock"
 )
 
-// Option configures a Locker.
+// Option configures a Locker. Each option checks its own value: NewLocker
+// returns a bad value, or a nil option, as an error wrapping
+// shedlock.ErrInvalidOption that names the option (a nil one by its position,
+// counting from 0).
 type Option func(*Locker) error
 
 // WithJob sets the durations of the lock of the job named name (its
@@ -16,7 +19,7 @@ type Option func(*Locker) error
 func WithJob(name string, lockAtMostFor, lockAtLeastFor time.Duration) Option {
 	return func(l *Locker) error {
 		if _, dup := l.jobs[name]; dup {
-			return fmt.Errorf("%w: WithJob(%q) given twice", shedlock.ErrInvalidOption, name)
+			return fmt.Errorf("%w: shedlockgocron.WithJob(%q): given twice", shedlock.ErrInvalidOption, name)
 		}
 		l.jobs[name] = durations{lockAtMostFor, lockAtLeastFor}
 		return nil
@@ -27,7 +30,7 @@ func WithJob(name string, lockAtMostFor, lockAtLeastFor time.Duration) Option {
 func WithUnlockTimeout(d time.Duration) Option {
 	return func(l *Locker) error {
 		if d <= 0 {
-			return fmt.Errorf("%w: WithUnlockTimeout(%v): must be > 0", shedlock.ErrInvalidOption, d)
+			return fmt.Errorf("%w: shedlockgocron.WithUnlockTimeout(%v): must be > 0", shedlock.ErrInvalidOption, d)
 		}
 		l.timeout = d
 		return nil
@@ -39,7 +42,7 @@ func WithUnlockTimeout(d time.Duration) Option {
 func WithLogger(log *slog.Logger) Option {
 	return func(l *Locker) error {
 		if log == nil {
-			return fmt.Errorf("%w: WithLogger: nil logger", shedlock.ErrInvalidOption)
+			return fmt.Errorf("%w: shedlockgocron.WithLogger: nil logger", shedlock.ErrInvalidOption)
 		}
 		l.log = log
 		return nil

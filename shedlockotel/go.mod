@@ -3,7 +3,7 @@ module github.com/shedlock-go/shedlock/shedlockotel
 go 1.24.0
 
 require (
-	github.com/shedlock-go/shedlock v0.0.0
+	github.com/shedlock-go/shedlock v0.1.0
 	go.opentelemetry.io/otel v1.40.0
 	go.opentelemetry.io/otel/metric v1.40.0
 	go.opentelemetry.io/otel/sdk v1.40.0
@@ -20,5 +20,3 @@ require (
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
 	golang.org/x/sys v0.40.0 // indirect
 )
-
-replace github.com/shedlock-go/shedlock v0.0.0 => ../

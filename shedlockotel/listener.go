@@ -18,7 +18,7 @@
 //	shedlock.extensions          {extension}    extensions, by keep-alive or by the task
 //	shedlock.extension.errors    {error}        extensions that failed and will be retried
 //	shedlock.lock.losses         {loss}         tasks whose lock ended under them; shedlock.loss.reason: lost, expired
-//	shedlock.events.dropped      {event}        events dropped because listeners fell behind
+//	shedlock.events.dropped      {event}        events dropped, whole runs at a time, because listeners fell behind
 //
 // Each run whose lock was taken is a span named "shedlock " + the lock's name,
 // from the attempt's start to the release, a child of the span in the context
@@ -27,10 +27,18 @@
 // panic, a lost lock and a failed release set the span's status to Error.
 // Listeners receive events after the fact, so the span is not in the task's own
 // context: spans the task starts are its siblings.
+//
+// Each option checks its own value: New returns a bad value, or a nil option, as
+// an error wrapping shedlock.ErrInvalidOption that names the option (a nil one
+// by its position, counting from 0).
 package shedlockotel
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
 	"sync"
 
 	"go.opentelemetry.io/otel"
@@ -57,8 +65,8 @@ const (
 // from 10ms, for jobs of a few statements, to an hour, for nightly batches.
 var DefaultBuckets = []float64{0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 600, 1800, 3600}
 
-// Option configures a Listener.
-type Option func(*config)
+// Option configures a Listener; see the package doc for how a bad one is reported.
+type Option func(*config) error
 
 type config struct {
 	meters  metric.MeterProvider
@@ -67,19 +75,55 @@ type config struct {
 }
 
 // WithMeterProvider sets where metrics go. Default: otel.GetMeterProvider().
+// A nil mp is an invalid option.
 func WithMeterProvider(mp metric.MeterProvider) Option {
-	return func(c *config) { c.meters = mp }
+	return func(c *config) error {
+		if mp == nil {
+			return fmt.Errorf("%w: shedlockotel.WithMeterProvider: nil MeterProvider", shedlock.ErrInvalidOption)
+		}
+		c.meters = mp
+		return nil
+	}
 }
 
 // WithTracerProvider sets where spans go. Default: otel.GetTracerProvider().
+// A nil tp is an invalid option.
 func WithTracerProvider(tp trace.TracerProvider) Option {
-	return func(c *config) { c.tracers = tp }
+	return func(c *config) error {
+		if tp == nil {
+			return fmt.Errorf("%w: shedlockotel.WithTracerProvider: nil TracerProvider", shedlock.ErrInvalidOption)
+		}
+		c.tracers = tp
+		return nil
+	}
 }
 
-// WithBuckets sets the duration histograms' bucket boundaries, in seconds.
-// Default DefaultBuckets.
+// WithBuckets sets the duration histograms' bucket boundaries, in seconds: at
+// least one, finite, in increasing order. Default DefaultBuckets. The slice is
+// copied.
 func WithBuckets(buckets []float64) Option {
-	return func(c *config) { c.buckets = buckets }
+	return func(c *config) error {
+		if err := checkBuckets(buckets); err != nil {
+			return fmt.Errorf("%w: shedlockotel.WithBuckets: %w", shedlock.ErrInvalidOption, err)
+		}
+		c.buckets = slices.Clone(buckets)
+		return nil
+	}
+}
+
+func checkBuckets(b []float64) error {
+	if len(b) == 0 {
+		return errors.New("no buckets")
+	}
+	for i, v := range b {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("bucket %d is %v", i, v)
+		}
+		if i > 0 && v <= b[i-1] {
+			return fmt.Errorf("buckets not increasing: %v, then %v", b[i-1], v)
+		}
+	}
+	return nil
 }
 
 // Listener records an executor's lock events as OpenTelemetry metrics and spans.
@@ -103,13 +147,17 @@ type Listener struct {
 	spans map[shedlock.RunID]trace.Span // runs whose lock is taken and not yet released
 }
 
-// New returns a listener whose instruments are made; an error from the meter
-// provider is returned.
+// New returns a listener whose instruments are made. A bad or nil option is an
+// error wrapping shedlock.ErrInvalidOption; an error from the meter provider is
+// returned as it is.
 func New(opts ...Option) (*Listener, error) {
 	c := config{buckets: DefaultBuckets}
-	for _, opt := range opts {
-		if opt != nil {
-			opt(&c)
+	for i, opt := range opts {
+		if opt == nil {
+			return nil, fmt.Errorf("%w: shedlockotel.New: option %d is nil", shedlock.ErrInvalidOption, i)
+		}
+		if err := opt(&c); err != nil {
+			return nil, err
 		}
 	}
 	if c.meters == nil {
@@ -146,7 +194,7 @@ func New(opts ...Option) (*Listener, error) {
 	l.extensions = counter("shedlock.extensions", "{extension}", "Locks extended while their task ran, by keep-alive or by the task.")
 	l.extensionErrors = counter("shedlock.extension.errors", "{error}", "Extensions that failed without the lock being lost; keep-alive retries them.")
 	l.losses = counter("shedlock.lock.losses", "{loss}", "Tasks whose lock ended under them: lost, or expired without keep-alive.")
-	l.dropped = counter("shedlock.events.dropped", "{event}", "Lock events dropped because listeners fell behind; the other metrics miss them.")
+	l.dropped = counter("shedlock.events.dropped", "{event}", "Lock events dropped, whole runs at a time, because listeners fell behind; the other metrics miss those runs.")
 	for _, err := range errs {
 		if err != nil {
 			return nil, err
@@ -198,8 +246,8 @@ func (l *Listener) OnEvent(ctx context.Context, ev shedlock.Event) {
 		}
 		l.endSpan(ev)
 	case shedlock.EventDropped:
+		// The executor drops whole runs: every span open here still gets its end.
 		l.dropped.Add(bg, int64(ev.Dropped))
-		l.endAllSpans(ev)
 	}
 }
 
@@ -262,19 +310,6 @@ func (l *Listener) endSpan(ev shedlock.Event) {
 		s.SetStatus(codes.Error, "release failed: "+ev.Err.Error())
 	}
 	s.End(trace.WithTimestamp(ev.Time))
-}
-
-// endAllSpans ends every open span once events were dropped: any of them may
-// have lost its end, and an open span would be kept for ever.
-func (l *Listener) endAllSpans(ev shedlock.Event) {
-	l.mu.Lock()
-	spans := l.spans
-	l.spans = make(map[shedlock.RunID]trace.Span)
-	l.mu.Unlock()
-	for _, s := range spans {
-		s.SetStatus(codes.Error, "shedlock: lock events were dropped; the run's end was not seen")
-		s.End(trace.WithTimestamp(ev.Time))
-	}
 }
 
 var _ shedlock.Listener = (*Listener)(nil)

@@ -2,7 +2,7 @@ module github.com/shedlock-go/shedlock/shedlockprom
 
 go 1.24
 
-require github.com/shedlock-go/shedlock v0.0.0
+require github.com/shedlock-go/shedlock v0.1.0
 
 require github.com/kylelemons/godebug v1.1.0 // indirect
 
@@ -20,5 +20,3 @@ require (
 	golang.org/x/sys v0.35.0 // indirect
 	google.golang.org/protobuf v1.36.8 // indirect
 )
-
-replace github.com/shedlock-go/shedlock v0.0.0 => ../

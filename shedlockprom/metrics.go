@@ -8,6 +8,11 @@
 // Every metric has the label lock (the lock's name: one value per job, a bounded
 // set). One Metrics may serve several executors.
 //
+// Each option checks its own value. A bad value, or a nil option, is an error
+// wrapping shedlock.ErrInvalidOption that names the option (a nil one by its
+// position, counting from 0): NewMetrics returns it, and New panics with it, as
+// regexp.MustCompile does with a bad pattern.
+//
 //	shedlock_attempts_total{lock}                  runs begun
 //	shedlock_acquisitions_total{lock}              locks taken
 //	shedlock_skips_total{lock,reason}              runs skipped: held_elsewhere, running_here
@@ -19,11 +24,15 @@
 //	shedlock_extensions_total{lock}                extensions, by keep-alive or by the task
 //	shedlock_extension_errors_total{lock}          extensions that failed and will be retried
 //	shedlock_lock_losses_total{lock,reason}        tasks whose lock ended under them: lost, expired
-//	shedlock_dropped_events_total                  events dropped because listeners fell behind
+//	shedlock_dropped_events_total                  events dropped, whole runs at a time, because listeners fell behind
 package shedlockprom
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -34,17 +43,39 @@ import (
 // a few statements, to an hour, for nightly batches.
 var DefaultBuckets = []float64{0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 600, 1800, 3600}
 
-// Option configures Metrics.
-type Option func(*options)
+// Option configures Metrics; see the package doc for how a bad one is reported.
+type Option func(*options) error
 
 type options struct {
 	buckets []float64
 }
 
 // WithBuckets sets the buckets, in seconds, of the run duration and lock held
-// histograms. Default DefaultBuckets.
+// histograms: at least one, in increasing order (a last +Inf is allowed and
+// implied anyway). Default DefaultBuckets. The slice is copied.
 func WithBuckets(buckets []float64) Option {
-	return func(o *options) { o.buckets = buckets }
+	return func(o *options) error {
+		if err := checkBuckets(buckets); err != nil {
+			return fmt.Errorf("%w: shedlockprom.WithBuckets: %w", shedlock.ErrInvalidOption, err)
+		}
+		o.buckets = slices.Clone(buckets)
+		return nil
+	}
+}
+
+func checkBuckets(b []float64) error {
+	if len(b) == 0 {
+		return errors.New("no buckets")
+	}
+	for i, v := range b {
+		if math.IsNaN(v) {
+			return fmt.Errorf("bucket %d is NaN", i)
+		}
+		if i > 0 && v <= b[i-1] {
+			return fmt.Errorf("buckets not increasing: %v, then %v", b[i-1], v)
+		}
+	}
+	return nil
 }
 
 // Metrics counts an executor's lock events. Register it with a Prometheus
@@ -64,12 +95,29 @@ type Metrics struct {
 	dropped         prometheus.Counter
 }
 
-// New returns the metrics, unregistered.
+// New returns the metrics, unregistered. A bad or nil option panics with an
+// error wrapping shedlock.ErrInvalidOption; NewMetrics returns it instead.
 func New(opts ...Option) *Metrics {
+	m, err := newMetrics("New", opts)
+	if err != nil {
+		panic(err)
+	}
+	return m
+}
+
+// NewMetrics returns the metrics, unregistered, or an error wrapping
+// shedlock.ErrInvalidOption for a bad or nil option.
+func NewMetrics(opts ...Option) (*Metrics, error) { return newMetrics("NewMetrics", opts) }
+
+// newMetrics is New and NewMetrics; ctor names the one called, in errors.
+func newMetrics(ctor string, opts []Option) (*Metrics, error) {
 	o := options{buckets: DefaultBuckets}
-	for _, opt := range opts {
-		if opt != nil {
-			opt(&o)
+	for i, opt := range opts {
+		if opt == nil {
+			return nil, fmt.Errorf("%w: shedlockprom.%s: option %d is nil", shedlock.ErrInvalidOption, ctor, i)
+		}
+		if err := opt(&o); err != nil {
+			return nil, err
 		}
 	}
 	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
@@ -80,7 +128,7 @@ func New(opts ...Option) *Metrics {
 		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "shedlock", Name: name, Help: help,
 			Buckets: o.buckets}, append([]string{"lock"}, labels...))
 	}
-	return &Metrics{
+	m := &Metrics{
 		attempts:     counter("attempts_total", "Runs begun: each tries its lock, or finds the job still running here."),
 		acquisitions: counter("acquisitions_total", "Locks taken: runs whose task ran."),
 		skips: counter("skips_total", "Runs skipped because the lock is held: elsewhere (held_elsewhere) "+
@@ -96,8 +144,9 @@ func New(opts ...Option) *Metrics {
 		losses: counter("lock_losses_total", "Tasks whose lock ended under them: lost (taken away, or keep-alive "+
 			"could not extend it in time) or expired (LockAtMostFor ran out without keep-alive).", "reason"),
 		dropped: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "shedlock", Name: "dropped_events_total",
-			Help: "Lock events dropped because listeners fell behind; the other metrics miss them."}),
+			Help: "Lock events dropped, whole runs at a time, because listeners fell behind; the other metrics miss those runs."}),
 	}
+	return m, nil
 }
 
 func (m *Metrics) collectors() []prometheus.Collector {

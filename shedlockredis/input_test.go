@@ -38,9 +38,10 @@ func TestBadOptions(t *testing.T) {
 		{"nil client", nil, nil, "nil client"},
 		{"nil *redis.Client", (*redis.Client)(nil), nil, "nil client"},
 		{"nil *redis.ClusterClient", (*redis.ClusterClient)(nil), nil, "nil client"},
-		{"empty env", c, []shedlockredis.Option{shedlockredis.WithEnv("")}, `WithEnv("")`},
+		{"empty env", c, []shedlockredis.Option{shedlockredis.WithEnv("")}, `shedlockredis.WithEnv("")`},
 		{"env with colon", c, []shedlockredis.Option{shedlockredis.WithEnv("a:b")}, `WithEnv("a:b")`},
-		{"nil option", c, []shedlockredis.Option{nil}, "nil Option"},
+		{"nil option", c, []shedlockredis.Option{nil}, "shedlockredis.NewProvider: option 0 is nil"},
+		{"nil second option", c, []shedlockredis.Option{shedlockredis.WithEnv("a"), nil}, "option 1 is nil"},
 	}
 	for _, tc := range cases {
 		p, err := shedlockredis.NewProvider(tc.client, tc.opts...)

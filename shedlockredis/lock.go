@@ -14,8 +14,9 @@ import (
 type lock struct {
 	p     *Provider
 	name  string
-	keys  [1]string // the key, as the scripts take it
+	keys  [2]string // the key and its fence key (see FenceKey), as the scripts take them
 	value string    // unique to this acquisition
+	fence int64     // the fencing token; 0 for none
 
 	// The arguments of SET and of the release script. go-redis takes []any, and
 	// boxing a string or an integer over 255 allocates: boxed once per
@@ -24,10 +25,11 @@ type lock struct {
 	release [3]any // value, ms of LockAtLeastFor left when ttl was set, ttl
 
 	mu    sync.Mutex
-	ttl   int64 // ms: the time to live set last, by SET or Extend
-	held  int64 // ms the lock had been held, by the server's clock, when ttl was set
-	least int64 // ms: LockAtLeastFor, counted from the acquisition
-	done  bool  // released, or found lost
+	ttl   int64     // ms: the time to live set last, by SET or Extend
+	held  int64     // ms the lock had been held, by the server's clock, when ttl was set
+	least int64     // ms: LockAtLeastFor, counted from the acquisition
+	done  bool      // released, or found lost
+	ends  time.Time // when the time to live set last ends, at the latest, on this process's clock
 }
 
 // Unlock releases the lock, keeping it until LockAtLeastFor after it was taken:
@@ -43,7 +45,7 @@ func (l *lock) Unlock(ctx context.Context) error {
 		return shedlock.ErrLockLost
 	}
 	l.release[1] = l.least - l.held
-	ours, err := l.p.release.Run(ctx, l.p.client, l.keys[:], l.release[:]...).Int64()
+	ours, err := l.p.release.Run(ctx, l.p.client, l.keys[:1], l.release[:]...).Int64()
 	if err != nil {
 		return fmt.Errorf("%w: lock %q: %w", shedlock.ErrReleaseFailed, l.name, withContext(ctx, err))
 	}
@@ -69,7 +71,8 @@ func (l *lock) Extend(ctx context.Context, lockAtMostFor, lockAtLeastFor time.Du
 		return shedlock.ErrLockLost
 	}
 	ttl := millis(lockAtMostFor)
-	pttl, err := l.p.extend.Run(ctx, l.p.client, l.keys[:], l.value, ttl).Int64()
+	sent := time.Now()
+	pttl, err := l.p.extend.Run(ctx, l.p.client, l.keys[:1], l.value, ttl).Int64()
 	if err != nil {
 		return fmt.Errorf("shedlock: extend %q: %w", l.name, withContext(ctx, err))
 	}
@@ -82,5 +85,26 @@ func (l *lock) Extend(ctx context.Context, lockAtMostFor, lockAtLeastFor time.Du
 	}
 	l.ttl, l.least = ttl, millis(lockAtLeastFor)
 	l.release[2] = ttl
+	l.ends = sent.Add(lockAtMostFor)
+	return nil
+}
+
+// Fence returns the acquisition's fencing token, which Extend keeps; ok is
+// false for a name whose key can have no fence key (see FenceKey).
+func (l *lock) Fence() (fence int64, ok bool) { return l.fence, l.fence != 0 }
+
+// CheckHeld reports, without asking Redis, whether the lock can still be relied
+// on: nil until it is released, found lost, or past the time to live set last.
+// A key deleted behind its back (FLUSHALL, eviction, a forced unlock) is found
+// only by the next Extend or Unlock.
+func (l *lock) CheckHeld() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.done:
+		return fmt.Errorf("%w: lock %q: released or found lost", shedlock.ErrLockLost, l.name)
+	case !time.Now().Before(l.ends):
+		return fmt.Errorf("%w: lock %q", shedlock.ErrLockExpired, l.name)
+	}
 	return nil
 }

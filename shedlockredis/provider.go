@@ -1,6 +1,7 @@
 package shedlockredis
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -8,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -27,33 +29,38 @@ type Provider struct {
 	prefix   string // job-lock:<env>:
 	suffix   string // @<lockedBy>:<token of this provider>-
 	seq      atomic.Uint64
+	acquire  *redis.Script
 	release  *redis.Script
 	extend   *redis.Script
 	now      func() time.Time // the time written into values, for readers only
+
+	evictionAllowed bool
+	checked         atomic.Bool   // the server was found not to evict
+	checking        chan struct{} // one slot: the check in progress
 }
 
 var (
 	_ shedlock.LockProvider  = (*Provider)(nil)
 	_ shedlock.ConfigChecker = (*Provider)(nil)
+	_ shedlock.PoolSizer     = (*Provider)(nil)
 )
 
 // NewProvider returns a provider on client: a single server, Sentinel or Cluster
-// client. It sends nothing: the first command is the first TryLock's SET, so a
-// service can start while Redis is down. A nil client or a bad option is an
-// error wrapping [shedlock.ErrInvalidOption].
+// client. It sends nothing: the server is first asked at the first TryLock, so
+// a service can start while Redis is down. A nil client, a nil option or a bad
+// option's value is an error wrapping [shedlock.ErrInvalidOption].
 func NewProvider(client redis.UniversalClient, opts ...Option) (*Provider, error) {
 	if isNil(client) {
 		return nil, fmt.Errorf("%w: shedlockredis.NewProvider: nil client", shedlock.ErrInvalidOption)
 	}
 	o := options{env: DefaultEnv}
-	for _, opt := range opts {
+	for i, opt := range opts {
 		if opt == nil {
-			return nil, fmt.Errorf("%w: shedlockredis.NewProvider: nil Option", shedlock.ErrInvalidOption)
+			return nil, fmt.Errorf("%w: shedlockredis.NewProvider: option %d is nil", shedlock.ErrInvalidOption, i)
 		}
-		opt(&o)
-	}
-	if err := errors.Join(o.errs...); err != nil {
-		return nil, err
+		if err := opt(&o); err != nil {
+			return nil, err
+		}
 	}
 	if o.lockedBy == "" {
 		o.lockedBy = hostName()
@@ -65,9 +72,13 @@ func NewProvider(client redis.UniversalClient, opts ...Option) (*Provider, error
 		lockedBy: o.lockedBy,
 		prefix:   KeyPrefix + ":" + o.env + ":",
 		suffix:   "@" + o.lockedBy + ":" + hex.EncodeToString(token[:]) + "-",
+		acquire:  redis.NewScript(acquireScript),
 		release:  redis.NewScript(releaseScript),
 		extend:   redis.NewScript(extendScript),
 		now:      time.Now,
+
+		evictionAllowed: o.evictionAllowed,
+		checking:        make(chan struct{}, 1),
 	}, nil
 }
 
@@ -99,6 +110,25 @@ func isNil(c redis.UniversalClient) bool {
 // LockedBy returns the owner this provider writes into lock values.
 func (p *Provider) LockedBy() string { return p.lockedBy }
 
+// PoolSize reports the client's connections per server (PoolSize, or
+// MaxActiveConns when smaller); 0 for a client of another kind. An executor
+// keeps its commands in flight within it (see shedlock.WithMaxInFlight).
+func (p *Provider) PoolSize() int {
+	size, active := 0, 0
+	switch c := p.client.(type) {
+	case *redis.Client:
+		size, active = c.Options().PoolSize, c.Options().MaxActiveConns
+	case *redis.ClusterClient:
+		size, active = c.Options().PoolSize, c.Options().MaxActiveConns
+	case *redis.Ring:
+		size, active = c.Options().PoolSize, c.Options().MaxActiveConns
+	}
+	if active > 0 && active < size {
+		return active
+	}
+	return size
+}
+
 // Key returns the Redis key of the lock named name.
 func (p *Provider) Key(name string) string { return p.prefix + name }
 
@@ -106,18 +136,39 @@ func (p *Provider) Key(name string) string { return p.prefix + name }
 func (p *Provider) CheckConfig(cfg shedlock.LockConfig) error { return cfg.Validate() }
 
 // TryLock makes one attempt to take cfg's lock, with SET key value NX PX
-// <LockAtMostFor in ms, rounded up>: ErrNotAcquired when the key exists. An
-// invalid cfg is an error wrapping shedlock.ErrInvalidConfig, before any command.
-// A failed command is returned as an error, never as a lock.
+// <LockAtMostFor in ms, rounded up>: ErrNotAcquired when the key exists. The
+// SET runs in a script that also writes the lock's fencing token (see
+// shedlock.FenceOf and FenceKey), in the same round trip. An invalid cfg is an
+// error wrapping shedlock.ErrInvalidConfig, before any command. A failed
+// command is returned as an error, never as a lock.
+//
+// Until a server has been found safe, TryLock first reads its maxmemory and
+// maxmemory-policy (one CONFIG GET, or INFO memory where CONFIG is refused; on
+// a Cluster, every primary) and refuses a server that may evict keys with an
+// error wrapping shedlock.ErrUnsafeStore, unless WithEvictionAllowed is given.
 func (p *Provider) TryLock(ctx context.Context, cfg shedlock.LockConfig) (shedlock.Lock, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if err := p.checkServer(ctx); err != nil {
+		if errors.Is(err, shedlock.ErrUnsafeStore) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("shedlock: acquire %q: %w", cfg.Name, err)
+	}
 	l := &lock{p: p, name: cfg.Name, ttl: millis(cfg.LockAtMostFor), least: millis(cfg.LockAtLeastFor)}
-	l.keys[0], l.value = p.keyValue(cfg.Name)
-	l.set = [...]any{"set", l.keys[0], l.value, "nx", "px", l.ttl}
+	var key string
+	key, l.value, l.keys[1] = p.keyValue(cfg.Name)
+	l.keys[0] = key
+	l.set = [...]any{"set", key, l.value, "nx", "px", l.ttl}
 	l.release = [...]any{l.set[2], nil, l.set[5]}
-	err := p.client.Do(ctx, l.set[:]...).Err()
+	l.ends = time.Now().Add(time.Duration(l.ttl) * time.Millisecond)
+	var err error
+	if l.keys[1] == "" {
+		err = p.client.Do(ctx, l.set[:]...).Err()
+	} else {
+		l.fence, err = p.acquire.Run(ctx, p.client, l.keys[:], l.set[2], l.set[5]).Int64()
+	}
 	if errors.Is(err, redis.Nil) {
 		return nil, shedlock.ErrNotAcquired
 	}
@@ -125,6 +176,24 @@ func (p *Provider) TryLock(ctx context.Context, cfg shedlock.LockConfig) (shedlo
 		return nil, fmt.Errorf("shedlock: acquire %q: %w", cfg.Name, withContext(ctx, err))
 	}
 	return l, nil
+}
+
+// FenceKey returns the key that holds the last fencing token of the lock whose
+// key is key, in the same Cluster hash slot: "{" + key + "}:fence", or, for a
+// key that has a hash tag of its own (a name with {tag}), "{tag}:fence:" + key.
+// No lock key has either form: every one begins with KeyPrefix. A key with a
+// "}" but no hash tag can have no such key; its locks take no token, and
+// FenceKey returns "".
+func FenceKey(key string) string {
+	if open := strings.IndexByte(key, '{'); open >= 0 {
+		if end := strings.IndexByte(key[open+1:], '}'); end > 0 {
+			return key[open:open+1+end+1] + ":fence:" + key
+		}
+	}
+	if strings.IndexByte(key, '}') >= 0 {
+		return ""
+	}
+	return "{" + key + "}:fence"
 }
 
 // withContext adds ctx's error to err when ctx has ended: a client with
@@ -141,21 +210,33 @@ func withContext(ctx context.Context, err error) error {
 	return err
 }
 
-// keyValue returns the key of the lock named name, and a value no other
-// acquisition has: Java's form, ADDED:<time>@<lockedBy>:<token>, where the token
-// is this provider's random token and a count of its acquisitions. Both are cut
-// from one string, one allocation.
-func (p *Provider) keyValue(name string) (key, value string) {
-	var buf [192]byte
+// keyValue returns the key of the lock named name, a value no other
+// acquisition has, and the key's fence key (see FenceKey). The value is Java's
+// form, ADDED:<time>@<lockedBy>:<token>, where the token is this provider's
+// random token and a count of its acquisitions. All three are cut from one
+// string, one allocation, unless the key has a brace.
+func (p *Provider) keyValue(name string) (key, value, fence string) {
+	var buf [320]byte
 	b := append(buf[:0], p.prefix...)
 	b = append(b, name...)
 	n := len(b)
+	braces := bytes.ContainsAny(b[:n], "{}") // the env may have one too
 	b = append(b, "ADDED:"...)
 	b = p.now().UTC().AppendFormat(b, "2006-01-02T15:04:05.000Z")
 	b = append(b, p.suffix...)
 	b = strconv.AppendUint(b, p.seq.Add(1), 36)
+	m := len(b)
+	if !braces {
+		b = append(b, '{')
+		b = append(b, b[:n]...)
+		b = append(b, "}:fence"...)
+	}
 	s := string(b)
-	return s[:n], s[n:]
+	key, value = s[:n], s[n:m]
+	if braces {
+		return key, value, FenceKey(key)
+	}
+	return key, value, s[m:]
 }
 
 // millis returns d in whole milliseconds, rounded up: a lock is never shorter

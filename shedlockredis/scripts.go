@@ -1,5 +1,31 @@
 package shedlockredis
 
+// acquireScript takes a lock and gives it a fencing token in one round trip.
+// It sets the lock's key (KEYS[1]) to this acquisition's value (ARGV[1]) with
+// a time to live of ARGV[2] milliseconds only if the key does not exist, as
+// Java ShedLock's SET NX PX does, and returns nil when it exists. Once the
+// lock is taken, it writes the token to the lock's fence key (KEYS[2]) and
+// returns it: the larger of the last token + 1 and the server's clock in
+// microseconds since 1970. The first keeps tokens increasing when the clock
+// steps back, the second when the fence key was lost with the lock's (a
+// FLUSHALL, a failover that lost the write). Java ShedLock pods neither read
+// nor write the fence key.
+//
+// A write after TIME needs effects replication, the default since Redis 5:
+// replicate_commands, before any write, asks for it on older servers. Lua numbers are doubles,
+// exact to 2^53; a token is about 2^51 until the year 2041 and is written with
+// %.0f, never in the exponent form Lua's tostring would give it.
+const acquireScript = `
+if redis.replicate_commands then redis.replicate_commands() end
+if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return false end
+local t = redis.call('TIME')
+local fence = tonumber(redis.call('GET', KEYS[2]) or '0') + 1
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+if fence < now then fence = now end
+redis.call('SET', KEYS[2], string.format('%.0f', fence))
+return fence
+`
+
 // releaseScript releases a lock while the key still holds this acquisition's
 // value (ARGV[1]); 1 if it did, 0 if the lock was no longer ours.
 //

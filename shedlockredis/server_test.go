@@ -88,6 +88,7 @@ func newEnv(t testing.TB) string {
 		c := redis.NewClient(&redis.Options{Addr: addr})
 		defer c.Close()
 		deleteKeys(c, shedlockredis.KeyPrefix+":"+env+":*")
+		deleteKeys(c, "{"+shedlockredis.KeyPrefix+":"+env+":*") // fence keys
 	})
 	return env
 }
@@ -108,7 +109,8 @@ func uniqueName(t testing.TB, c redis.UniversalClient) string {
 	_, _ = rand.Read(b[:])
 	name := "job-" + hex.EncodeToString(b[:])
 	t.Cleanup(func() {
-		_ = c.Del(context.Background(), shedlockredis.KeyPrefix+":"+shedlockredis.DefaultEnv+":"+name).Err()
+		key := shedlockredis.KeyPrefix + ":" + shedlockredis.DefaultEnv + ":" + name
+		_ = c.Del(context.Background(), key, shedlockredis.FenceKey(key)).Err()
 	})
 	return name
 }

@@ -2,6 +2,7 @@ package shedlocktest
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -10,7 +11,7 @@ import (
 
 // MemoryStore is a lock table in memory, for tests of code that uses shedlock
 // within one process. It keeps the same promises as the SQL providers (it passes
-// Run), but it is no lock between processes.
+// Run), fencing tokens included, but it is no lock between processes.
 type MemoryStore struct {
 	mu    sync.Mutex
 	rows  map[string]memoryRow
@@ -64,6 +65,10 @@ type memoryLock struct {
 	least time.Duration
 }
 
+// Fence returns the acquisition's fencing token: a count of the store's
+// acquisitions, which Extend keeps.
+func (l *memoryLock) Fence() (int64, bool) { return int64(l.term), true }
+
 func (l *memoryLock) Unlock(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -80,6 +85,20 @@ func (l *memoryLock) Unlock(ctx context.Context) error {
 	}
 	r.term = 0 // released: a second Unlock finds no term of its own
 	l.s.rows[l.name] = r
+	return nil
+}
+
+// CheckHeld reports whether the lock is still this term's and unexpired.
+func (l *memoryLock) CheckHeld() error {
+	l.s.mu.Lock()
+	defer l.s.mu.Unlock()
+	r, ok := l.s.rows[l.name]
+	switch {
+	case !ok || r.term != l.term:
+		return fmt.Errorf("%w: lock %q: released or taken", shedlock.ErrLockLost, l.name)
+	case !r.until.After(time.Now()):
+		return fmt.Errorf("%w: lock %q", shedlock.ErrLockExpired, l.name)
+	}
 	return nil
 }
 

@@ -15,6 +15,7 @@ package shedlocktest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -46,8 +47,10 @@ func Run(t *testing.T, newStore NewStoreFunc) {
 		{"ExtendKeepsLock", testExtend},
 		{"ExtendAfterExpiryIsLockLost", testExtendExpired},
 		{"DoubleUnlockIsLockLost", testDoubleUnlock},
+		{"AssertLockedFollowsTheLock", testAssertLocked},
 		{"InvalidConfigRejected", testInvalidConfig},
 		{"CancelledContextTakesNoLock", testCancelledContext},
+		{"FenceIncreases", testFenceIncreases},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -100,6 +103,36 @@ func lockWithin(t *testing.T, p shedlock.LockProvider, c shedlock.LockConfig, ti
 // slack absorbs the millisecond rounding of stored times.
 const slack = 5 * time.Millisecond
 
+// tryLock reports whether p took the lock; any error but ErrNotAcquired fails t.
+func tryLock(t *testing.T, p shedlock.LockProvider, c shedlock.LockConfig) bool {
+	t.Helper()
+	l, err := p.TryLock(context.Background(), c)
+	if err != nil && !errors.Is(err, shedlock.ErrNotAcquired) {
+		t.Fatalf("TryLock(%q): %v", c.Name, err)
+	}
+	return l != nil
+}
+
+// widening runs check on a fresh name with a window of base, then of 4 and 16
+// times base, until check can tell. A call that returns after its window has
+// closed proves nothing either way, so on a machine too loaded to answer
+// within the window check returns false; a lock taken by a call that returned
+// within the window is a broken promise, and check fails t. A busy CI machine
+// gets a wider window, never a false failure, and a provider that breaks the
+// promise still fails.
+func widening(t *testing.T, base time.Duration, check func(name string, window time.Duration) bool) {
+	t.Helper()
+	window := base
+	for i := range 3 {
+		if check(fmt.Sprintf("job-%d", i), window) {
+			return
+		}
+		t.Logf("this machine answered too late to tell within %v; trying %v", window, 4*window)
+		window *= 4
+	}
+	t.Fatalf("this machine answered too late to tell within %v, three times", window/4)
+}
+
 func testAcquireSkipRelease(t *testing.T, newProvider NewProviderFunc) {
 	a, b := newProvider(t), newProvider(t)
 	c := cfg("job", time.Minute, 0)
@@ -126,31 +159,45 @@ func testIndependentNames(t *testing.T, newProvider NewProviderFunc) {
 
 func testLockAtLeastFor(t *testing.T, newProvider NewProviderFunc) {
 	a, b := newProvider(t), newProvider(t)
-	const least = 400 * time.Millisecond
-	c := cfg("job", 30*time.Second, least)
-	start := time.Now()
-	l := mustLock(t, a, c)
-	if err := l.Unlock(context.Background()); err != nil {
-		t.Fatalf("Unlock: %v", err)
-	}
-	mustNotLock(t, b, c)
-	lockWithin(t, b, c, 10*time.Second)
-	if got := time.Since(start); got < least-slack {
-		t.Fatalf("released lock taken again after %v, before LockAtLeastFor %v", got, least)
-	}
+	widening(t, 400*time.Millisecond, func(name string, least time.Duration) bool {
+		c := cfg(name, 30*time.Second, least)
+		start := time.Now()
+		l := mustLock(t, a, c)
+		if err := l.Unlock(context.Background()); err != nil {
+			t.Fatalf("Unlock: %v", err)
+		}
+		if tryLock(t, b, c) {
+			if got := time.Since(start); got < least {
+				t.Fatalf("released lock taken again within %v, before LockAtLeastFor %v", got, least)
+			}
+			return false
+		}
+		lockWithin(t, b, c, least+10*time.Second)
+		if got := time.Since(start); got < least-slack {
+			t.Fatalf("released lock taken again after %v, before LockAtLeastFor %v", got, least)
+		}
+		return true
+	})
 }
 
 func testLockAtMostFor(t *testing.T, newProvider NewProviderFunc) {
 	a, b := newProvider(t), newProvider(t)
-	const most = 400 * time.Millisecond
-	c := cfg("job", most, 0)
-	start := time.Now()
-	mustLock(t, a, c) // never unlocked: the holder crashed
-	mustNotLock(t, b, c)
-	lockWithin(t, b, c, most+10*time.Second)
-	if got := time.Since(start); got < most-slack {
-		t.Fatalf("unreleased lock taken after %v, before LockAtMostFor %v", got, most)
-	}
+	widening(t, 400*time.Millisecond, func(name string, most time.Duration) bool {
+		c := cfg(name, most, 0)
+		start := time.Now()
+		mustLock(t, a, c) // never unlocked: the holder crashed
+		if tryLock(t, b, c) {
+			if got := time.Since(start); got < most {
+				t.Fatalf("unreleased lock taken within %v, before LockAtMostFor %v", got, most)
+			}
+			return false
+		}
+		lockWithin(t, b, c, most+10*time.Second)
+		if got := time.Since(start); got < most-slack {
+			t.Fatalf("unreleased lock taken after %v, before LockAtMostFor %v", got, most)
+		}
+		return true
+	})
 }
 
 func testLateUnlockOtherOwner(t *testing.T, newProvider NewProviderFunc) {
@@ -177,24 +224,50 @@ func testLateUnlockSameOwner(t *testing.T, newProvider NewProviderFunc) {
 
 func testExtend(t *testing.T, newProvider NewProviderFunc) {
 	a, b := newProvider(t), newProvider(t)
-	const most = 300 * time.Millisecond
-	c := cfg("job", most, 0)
-	start := time.Now()
-	l := mustLock(t, a, c)
-	if err := l.Extend(context.Background(), 3*time.Second, 0); err != nil {
-		t.Fatalf("Extend: %v", err)
-	}
-	for time.Since(start) < 3*most {
-		mustNotLock(t, b, c)
-		time.Sleep(20 * time.Millisecond) // poll interval
-	}
-	if err := l.Extend(context.Background(), 3*time.Second, 0); err != nil {
-		t.Fatalf("second Extend: %v", err)
-	}
-	if err := l.Unlock(context.Background()); err != nil {
-		t.Fatalf("Unlock after Extend: %v", err)
-	}
-	mustLock(t, b, c)
+	ctx := context.Background()
+	widening(t, 300*time.Millisecond, func(name string, most time.Duration) bool {
+		c := cfg(name, most, 0)
+		extended := 10 * most
+		// held reports whether the lock was held for a call that returned err:
+		// an error fails t when the call returned before until had passed
+		// since a time the lock was last set from, and leaves the result
+		// open (false) when it returned later.
+		held := func(what string, err error, since time.Time, until time.Duration) bool {
+			t.Helper()
+			if err == nil {
+				return true
+			}
+			if errors.Is(err, shedlock.ErrLockLost) && time.Since(since) >= until {
+				return false
+			}
+			t.Fatalf("%s: %v, returned %v into the %v the lock was due to be held", what, err, time.Since(since), until)
+			return false
+		}
+		start := time.Now()
+		l := mustLock(t, a, c)
+		extendedAt := time.Now()
+		if !held("Extend", l.Extend(ctx, extended, 0), start, most) {
+			return false
+		}
+		for time.Since(start) < 3*most {
+			if tryLock(t, b, c) {
+				if got := time.Since(extendedAt); got < extended {
+					t.Fatalf("extended lock taken by another instance within %v of an Extend by %v", got, extended)
+				}
+				return false
+			}
+			time.Sleep(20 * time.Millisecond) // poll interval
+		}
+		again := time.Now()
+		if !held("second Extend", l.Extend(ctx, extended, 0), extendedAt, extended) {
+			return false
+		}
+		if !held("Unlock after Extend", l.Unlock(ctx), again, extended) {
+			return false
+		}
+		mustLock(t, b, c)
+		return true
+	})
 }
 
 func testExtendExpired(t *testing.T, newProvider NewProviderFunc) {
@@ -211,8 +284,7 @@ func testExtendExpired(t *testing.T, newProvider NewProviderFunc) {
 		t.Fatalf("Extend of an expired lock: want ErrLockLost, got %v", err)
 	}
 
-	taken := lockWithin(t, b, c, 10*time.Second)
-	_ = taken
+	lockWithin(t, b, cfg("job", time.Minute, 0), 10*time.Second)
 	if err := expired.Extend(context.Background(), time.Minute, 0); !errors.Is(err, shedlock.ErrLockLost) {
 		t.Fatalf("Extend of a lock another instance holds: want ErrLockLost, got %v", err)
 	}
@@ -274,4 +346,76 @@ func testCancelledContext(t *testing.T, newProvider NewProviderFunc) {
 		t.Fatalf("TryLock with a cancelled context: want a context error, got lock=%v err=%v", l != nil, err)
 	}
 	mustLock(t, b, cfg("job", time.Minute, 0))
+}
+
+// testAssertLocked: a lock taken by hand and put in a context with
+// shedlock.ContextWithLock satisfies AssertLocked only while it is held: not
+// after its Unlock, not once its LockAtMostFor has run out, and not while
+// another instance holds it. Every Lock must implement shedlock.HoldChecker.
+func testAssertLocked(t *testing.T, newProvider NewProviderFunc) {
+	a, b := newProvider(t), newProvider(t)
+	ctx := context.Background()
+	released := mustLock(t, a, cfg("released", time.Minute, 0))
+	if _, ok := released.(shedlock.HoldChecker); !ok {
+		t.Fatalf("%T does not implement shedlock.HoldChecker: AssertLocked cannot tell when it is no longer held", released)
+	}
+	lockedCtx := shedlock.ContextWithLock(ctx, released)
+	if err := shedlock.AssertLocked(lockedCtx); err != nil {
+		t.Fatalf("AssertLocked while held: %v", err)
+	}
+	if err := released.Unlock(ctx); err != nil {
+		t.Fatalf("Unlock: %v", err)
+	}
+	if err := shedlock.AssertLocked(lockedCtx); !errors.Is(err, shedlock.ErrNotLocked) {
+		t.Fatalf("AssertLocked after Unlock: want ErrNotLocked, got %v", err)
+	}
+
+	const most = 200 * time.Millisecond
+	expiring := mustLock(t, a, cfg("expiring", most, 0))
+	expiringCtx := shedlock.ContextWithLock(ctx, expiring)
+	lockWithin(t, b, cfg("expiring", time.Minute, 0), most+10*time.Second)
+	err := shedlock.AssertLocked(expiringCtx)
+	if !errors.Is(err, shedlock.ErrNotLocked) || !(errors.Is(err, shedlock.ErrLockExpired) || errors.Is(err, shedlock.ErrLockLost)) {
+		t.Fatalf("AssertLocked while another instance holds the lock: want ErrNotLocked wrapping ErrLockExpired or ErrLockLost, got %v", err)
+	}
+}
+
+// testFenceIncreases checks fencing tokens where the store gives them: every
+// lock carries one or none does, and each acquisition's is larger than every
+// earlier one's, by another provider, after a release and after the lock ran
+// out; Extend keeps it.
+func testFenceIncreases(t *testing.T, newProvider NewProviderFunc) {
+	a, b := newProvider(t), newProvider(t)
+	ctx := context.Background()
+	first := mustLock(t, a, cfg("job", time.Minute, 0))
+	last, fenced := shedlock.FenceOf(first)
+	if err := first.Extend(ctx, time.Minute, 0); err != nil {
+		t.Fatalf("Extend: %v", err)
+	}
+	if f, ok := shedlock.FenceOf(first); f != last || ok != fenced {
+		t.Fatalf("token after Extend: %d, %v; want the acquisition's, %d, %v", f, ok, last, fenced)
+	}
+	if err := first.Unlock(ctx); err != nil {
+		t.Fatalf("Unlock: %v", err)
+	}
+	next := func(why string, l shedlock.Lock) {
+		t.Helper()
+		f, ok := shedlock.FenceOf(l)
+		switch {
+		case ok != fenced:
+			t.Fatalf("%s: a token is %v, but %v on the first lock", why, ok, fenced)
+		case ok && f <= last:
+			t.Fatalf("%s: token %d, not larger than the last, %d", why, f, last)
+		}
+		last = f
+	}
+	for i, p := range []shedlock.LockProvider{b, a, b} {
+		l := mustLock(t, p, cfg("job", time.Minute, 0))
+		next(fmt.Sprintf("acquisition %d", i+2), l)
+		if err := l.Unlock(ctx); err != nil {
+			t.Fatalf("Unlock: %v", err)
+		}
+	}
+	next("a lock left to run out", mustLock(t, a, cfg("job", 200*time.Millisecond, 0)))
+	next("taken after it ran out", lockWithin(t, b, cfg("job", time.Minute, 0), 10*time.Second))
 }

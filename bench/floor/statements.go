@@ -6,31 +6,47 @@ package floor
 
 import "strings"
 
-// MySQL's steady-state acquire and release; {t} is the quoted table.
+// MySQL's acquire (every time: the upsert, which also writes the fencing
+// token and returns it as LAST_INSERT_ID) and release; {t} is the quoted
+// table, which has the fence column. The acquire's arguments are name,
+// LockAtMostFor in microseconds, owner, owner, LockAtMostFor in microseconds;
+// it reports 2 rows when it takes an existing row.
 const (
-	MySQLAcquire = "UPDATE {t} SET lock_until = TIMESTAMPADD(MICROSECOND, ?, UTC_TIMESTAMP(3)), " +
-		"locked_at = UTC_TIMESTAMP(3), locked_by = ? WHERE name = ? AND lock_until <= UTC_TIMESTAMP(3)"
+	MySQLAcquire = "INSERT INTO {t} (name, lock_until, locked_at, locked_by, fence) " +
+		"VALUES (?, TIMESTAMPADD(MICROSECOND, ?, UTC_TIMESTAMP(3)), UTC_TIMESTAMP(3), ?, " +
+		"LAST_INSERT_ID(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)))) " +
+		"ON DUPLICATE KEY UPDATE fence = IF(lock_until <= UTC_TIMESTAMP(3), " +
+		"LAST_INSERT_ID(GREATEST(COALESCE(fence, 0) + 1, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)))), fence), " +
+		"locked_by = IF(lock_until <= UTC_TIMESTAMP(3), ?, locked_by), " +
+		"locked_at = IF(lock_until <= UTC_TIMESTAMP(3), UTC_TIMESTAMP(3), locked_at), " +
+		"lock_until = IF(lock_until <= UTC_TIMESTAMP(3), TIMESTAMPADD(MICROSECOND, ?, UTC_TIMESTAMP(3)), lock_until)"
 	MySQLRelease = "UPDATE {t} SET lock_until = IF(TIMESTAMPADD(MICROSECOND, ?, locked_at) > UTC_TIMESTAMP(3), " +
 		"TIMESTAMPADD(MICROSECOND, ?, locked_at), UTC_TIMESTAMP(3)) WHERE name = ? AND locked_by = ?"
 )
 
-// SQLite's steady-state acquire and release; {t} is the quoted table.
+// SQLite's steady-state acquire (which writes the fencing token and returns
+// it: one row when it took the lock) and release; {t} is the quoted table,
+// which has the fence column.
 const (
 	SQLiteAcquire = "UPDATE {t} SET lock_until = strftime('%Y-%m-%d %H:%M:%f', julianday('now') + ? / 86400000.0), " +
-		"locked_at = strftime('%Y-%m-%d %H:%M:%f', 'now'), locked_by = ? " +
-		"WHERE name = ? AND lock_until <= strftime('%Y-%m-%d %H:%M:%f', 'now')"
+		"locked_at = strftime('%Y-%m-%d %H:%M:%f', 'now'), locked_by = ?, " +
+		"fence = max(coalesce(fence, 0) + 1, CAST(round((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000) " +
+		"WHERE name = ? AND lock_until <= strftime('%Y-%m-%d %H:%M:%f', 'now') RETURNING fence"
 	SQLiteRelease = "UPDATE {t} SET lock_until = max(strftime('%Y-%m-%d %H:%M:%f', julianday(locked_at) + ? / 86400000.0), " +
 		"strftime('%Y-%m-%d %H:%M:%f', 'now')) WHERE name = ? AND locked_by = ?"
 )
 
-// PostgreSQL's acquire (every time: the upsert) and release; {t} is the quoted
-// table and {now} the statement's time as the provider writes it to Java
-// ShedLock's timestamp columns.
+// PostgreSQL's acquire (every time: the upsert, which writes the fencing token
+// and returns the row's table, owner and token) and release; {t} is the quoted
+// table, which has the fence column, and {now} the statement's time as the
+// provider writes it to Java ShedLock's timestamp columns.
 const (
-	PostgresAcquire = "INSERT INTO {t} AS l (name, lock_until, locked_at, locked_by) " +
-		"VALUES ($1, {now} + $2::bigint * interval '1 millisecond', {now}, $3) " +
+	PostgresAcquire = "INSERT INTO {t} AS l (name, lock_until, locked_at, locked_by, fence) " +
+		"VALUES ($1, {now} + $2::bigint * interval '1 millisecond', {now}, $3, " +
+		"(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000)::bigint) " +
 		"ON CONFLICT (name) DO UPDATE SET lock_until = EXCLUDED.lock_until, " +
-		"locked_at = EXCLUDED.locked_at, locked_by = EXCLUDED.locked_by WHERE l.lock_until <= {now}"
+		"locked_at = EXCLUDED.locked_at, locked_by = EXCLUDED.locked_by, fence = GREATEST(l.fence + 1, EXCLUDED.fence) " +
+		"WHERE l.lock_until <= {now} RETURNING tableoid::int8, locked_by::text, fence"
 	PostgresRelease = "UPDATE {t} SET lock_until = GREATEST(locked_at + $1::bigint * interval '1 millisecond', {now}) " +
 		"WHERE name = $2 AND locked_by = $3"
 )
@@ -56,3 +72,36 @@ func MySQL(stmt, table, version string) string {
 func SQLite(stmt, table string) string {
 	return strings.ReplaceAll(stmt, "{t}", `"`+table+`"`)
 }
+
+// RedisAcquire is the text of the Redis provider's acquire script
+// (shedlockredis/scripts.go): SET key value NX PX and the fencing token. Its
+// keys are the lock's key and its fence key (shedlockredis.FenceKey), its
+// arguments the value and the PX; it returns nil when the key exists. The
+// cycle benchmark checks that the provider sends this very script.
+const RedisAcquire = `
+if redis.replicate_commands then redis.replicate_commands() end
+if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return false end
+local t = redis.call('TIME')
+local fence = tonumber(redis.call('GET', KEYS[2]) or '0') + 1
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+if fence < now then fence = now end
+redis.call('SET', KEYS[2], string.format('%.0f', fence))
+return fence
+`
+
+// RedisRelease is the text of the Redis provider's release script
+// (shedlockredis/scripts.go), sent after RedisAcquire: its arguments are the
+// value, LockAtLeastFor in milliseconds and the PX of the SET. The cycle
+// benchmark checks that the provider sends this very script.
+const RedisRelease = `
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+local keep = tonumber(ARGV[2])
+local pttl = redis.call('PTTL', KEYS[1])
+if pttl >= 0 then keep = keep - (tonumber(ARGV[3]) - pttl) end
+if keep > 0 then
+  redis.call('PEXPIRE', KEYS[1], keep)
+else
+  redis.call('DEL', KEYS[1])
+end
+return 1
+`

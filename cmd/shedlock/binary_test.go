@@ -61,6 +61,9 @@ func TestBinary(t *testing.T) {
 
 	for _, args := range [][]string{
 		{"list", "-dsn", "root@tcp(127.0.0.1:1)/test"},
+		{"list", "-dsn", "postgres://root@127.0.0.1:1/test"},
+		{"list", "-dsn", "redis://127.0.0.1:1/0"}, // go-redis logs dial errors itself unless told not to
+		{"list", "-dsn", "postgres://%zz"},
 		{"frobnicate"},
 		{"list", "-store", "sqlite", "-dsn", filepath.Join(t.TempDir(), "none.db")},
 	} {

@@ -7,15 +7,13 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/shedlock-go/shedlock/internal/testkit/testdb"
 )
 
 // Bad input is one line on stderr, naming the problem, and a non-zero status:
 // 2 for the command line, 1 for the store, the table or the lock.
 func TestBadInput(t *testing.T) {
 	t.Parallel()
-	mysqlDSN, postgresDSN := testdb.MySQLDSN(t), testdb.PostgresDSN(t)
+	mysqlDSN, postgresDSN, redisURL := mysqlDSN(t), postgresDSN(t), redisURL(t)
 	tbl := sqliteTable(t)
 	for _, tc := range []struct {
 		name string
@@ -30,23 +28,35 @@ func TestBadInput(t *testing.T) {
 		{"bad duration", tbl.args("watch", "-interval", "soon"), 2, `shedlock watch: invalid value "soon" for flag -interval`},
 		{"zero interval", tbl.args("watch", "-interval", "0s"), 2, "shedlock watch: -interval 0s: must be > 0"},
 		{"no DSN", []string{"list", "-store", "sqlite"}, 2, "shedlock list: no DSN: give -dsn or set SHEDLOCK_DSN"},
-		{"unknown store", []string{"list", "-store", "oracle", "-dsn", "x"}, 2, `shedlock list: -store "oracle": want mysql, postgres or sqlite`},
+		{"unknown store", []string{"list", "-store", "oracle", "-dsn", "x"}, 2, `shedlock list: -store "oracle": want mysql, postgres (or pg), sqlite or redis`},
+		{"store not told by the DSN", []string{"list", "-dsn", "not a dsn"}, 2,
+			`shedlock list: cannot tell the store from -dsn not a dsn: give -store mysql, postgres, sqlite or redis`},
+		{"store contradicts the DSN", []string{"list", "-store", "mysql", "-dsn", "postgres://root@127.0.0.1:1/test"}, 2,
+			"shedlock list: -store mysql, but -dsn is a postgres URL: drop -store, or give a mysql DSN"},
 		{"bad table name", tbl.args("list", "-table", "locks; DROP TABLE x"), 2, "is not a plain identifier"},
+		{"table for redis", []string{"list", "-dsn", "redis://127.0.0.1:1/0", "-table", "t"}, 2, "shedlock list: -table: Redis has no table"},
+		{"env for SQL", tbl.args("list", "-env", "prod"), 2, "shedlock list: -env: only for redis"},
+		{"bad env", []string{"list", "-dsn", "redis://127.0.0.1:1/0", "-env", "a:b"}, 2, `shedlock list: -env "a:b": must be non-empty and without ':'`},
+		{"migrate redis", []string{"migrate", "-dsn", "redis://127.0.0.1:1/0"}, 2, "shedlock migrate: migrate: Redis needs no table"},
 		{"unlock without name", tbl.args("unlock"), 2, "shedlock unlock: unlock takes one lock name, got 0 arguments"},
 		{"unlock two names", tbl.args("unlock", "a", "b"), 2, "got 2 arguments"},
 		{"list with argument", tbl.args("list", "x"), 2, `shedlock list: list takes no arguments, got ["x"]`},
-		{"unreachable mysql", []string{"list", "-dsn", "root@tcp(127.0.0.1:1)/test"}, 1, "connection refused"},
-		{"bad mysql DSN", []string{"list", "-dsn", "not a dsn"}, 1, "shedlock list: -dsn: invalid DSN"},
+		{"unreachable mysql", []string{"list", "-dsn", "root@tcp(127.0.0.1:1)/test"}, 1, "shedlock list: connect to mysql: dial tcp 127.0.0.1:1: connect: connection refused"},
+		{"bad mysql DSN", []string{"list", "-store", "mysql", "-dsn", "not a dsn"}, 2, "shedlock list: -dsn: not a MySQL DSN"},
 		{"missing mysql table", []string{"list", "-dsn", mysqlDSN, "-table", "no_such_table"}, 1,
 			"shedlock list: store cannot keep locks safely: table no_such_table does not exist"},
-		{"unreachable postgres", []string{"list", "-store", "postgres", "-dsn", "postgres://root@127.0.0.1:1/test"}, 1, "connection refused"},
-		{"bad postgres DSN", []string{"list", "-store", "postgres", "-dsn", "postgres://%zz"}, 1, "shedlock list: "},
-		{"missing postgres table", []string{"list", "-store", "postgres", "-dsn", postgresDSN, "-table", "no_such_table"}, 1,
+		{"unreachable postgres", []string{"list", "-dsn", "postgres://root@127.0.0.1:1/test"}, 1, "shedlock list: connect to postgres: "},
+		{"bad postgres DSN", []string{"list", "-store", "pg", "-dsn", "postgres://%zz"}, 2, "shedlock list: -dsn: not a PostgreSQL DSN"},
+		{"bad postgres DSN inferred", []string{"list", "-dsn", "postgresql://root@127.0.0.1:notaport/test"}, 2, "shedlock list: -dsn: not a PostgreSQL DSN"},
+		{"missing postgres table", []string{"list", "-dsn", postgresDSN, "-table", "no_such_table"}, 1,
 			`table "no_such_table" does not exist`},
-		{"missing sqlite file", []string{"list", "-store", "sqlite", "-dsn", filepath.Join(t.TempDir(), "none.db")}, 1,
-			"no such file or directory"},
+		{"missing sqlite file", []string{"list", "-dsn", filepath.Join(t.TempDir(), "none.db")}, 1,
+			"no such file or directory (migrate creates the file)"},
 		{"missing sqlite table", tbl.args("unlock", "-table", "other", "job"), 1, "table other does not exist"},
 		{"unknown lock", tbl.args("unlock", "-force", "nope"), 1, `shedlock unlock: no such lock: "nope"`},
+		{"unreachable redis", []string{"list", "-dsn", "redis://127.0.0.1:1/0"}, 1, "shedlock list: connect to redis at 127.0.0.1:1: dial tcp 127.0.0.1:1: connect: connection refused"},
+		{"bad redis DSN", []string{"list", "-dsn", "redis://127.0.0.1:6379/notadb"}, 2, "shedlock list: -dsn: not a Redis URL"},
+		{"unknown redis lock", []string{"unlock", "-force", "-dsn", redisURL, "-env", uniqueName("none_"), "nope"}, 1, `shedlock unlock: no such lock: "nope" in env none_`},
 		{"short timeout", []string{"list", "-dsn", mysqlDSN, "-timeout", "1ns"}, 1, "deadline exceeded"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -57,6 +67,7 @@ func TestBadInput(t *testing.T) {
 			assert.True(t, strings.HasSuffix(r.stderr, "\n"))
 			assert.Contains(t, r.stderr, tc.msg)
 			assert.True(t, strings.HasPrefix(r.stderr, "shedlock"), r.stderr)
+			assert.LessOrEqual(t, strings.Count(r.stderr, "shedlock: "), 1, "the prefix once: %q", r.stderr)
 			if tc.code == 2 {
 				assert.Contains(t, r.stderr, "(shedlock -h shows the usage)")
 			}

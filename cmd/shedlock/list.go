@@ -16,13 +16,13 @@ func list(ctx context.Context, c config, args []string, _ io.Reader, stdout, _ i
 	if len(args) > 0 {
 		return usageError{fmt.Sprintf("list takes no arguments, got %q", args)}
 	}
-	s, err := openStore(c, false)
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	s, err := openStore(ctx, c, false)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
 	locks, err := s.Locks(ctx)
 	if err != nil {
 		return err
@@ -30,16 +30,18 @@ func list(ctx context.Context, c config, args []string, _ io.Reader, stdout, _ i
 	if c.json {
 		return writeJSON(stdout, locks)
 	}
-	return writeTable(stdout, c.table, locks)
+	return writeTable(stdout, s.Where(), locks)
 }
 
 // timeLayout is how the table shows times: UTC, to the millisecond the
 // stores keep.
 const timeLayout = "2006-01-02 15:04:05.000"
 
-func writeTable(w io.Writer, table string, locks []shedlock.LockInfo) error {
+// writeTable prints the locks as a table; where names what they are in, for
+// an empty one.
+func writeTable(w io.Writer, where string, locks []shedlock.LockInfo) error {
 	if len(locks) == 0 {
-		_, err := fmt.Fprintf(w, "no locks in table %s\n", table)
+		_, err := fmt.Fprintf(w, "no locks in %s\n", where)
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -49,16 +51,27 @@ func writeTable(w io.Writer, table string, locks []shedlock.LockInfo) error {
 		if l.Held {
 			held, left = "yes", formatLeft(l.TimeLeft)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", l.Name, held, left,
-			l.LockUntil.Format(timeLayout), l.LockedAt.Format(timeLayout), l.LockedBy)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", display(l.Name), held, left,
+			formatTime(l.LockUntil), formatTime(l.LockedAt), display(l.LockedBy))
 	}
 	return tw.Flush()
+}
+
+// formatTime shows t in UTC to the millisecond, or "-" when the store does not
+// say (a Redis key without a time to live has no end).
+func formatTime(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(timeLayout)
 }
 
 // formatLeft rounds d for reading: to the second from a minute up, else to a
 // tenth of a second.
 func formatLeft(d time.Duration) string {
 	switch {
+	case d == noExpiry:
+		return "no expiry"
 	case d >= time.Minute:
 		return d.Round(time.Second).String()
 	case d < 100*time.Millisecond:
@@ -67,23 +80,35 @@ func formatLeft(d time.Duration) string {
 	return d.Round(100 * time.Millisecond).String()
 }
 
-// lockJSON is one lock in -json output; the names are the table's columns.
+// lockJSON is one lock in -json output; the names are the table's columns. A
+// Redis key without a time to live has time_left_ms -1 and no lock_until.
 type lockJSON struct {
-	Name       string    `json:"name"`
-	Held       bool      `json:"held"`
-	TimeLeftMS int64     `json:"time_left_ms"`
-	LockUntil  time.Time `json:"lock_until"`
-	LockedAt   time.Time `json:"locked_at"`
-	LockedBy   string    `json:"locked_by"`
+	Name       string     `json:"name"`
+	Held       bool       `json:"held"`
+	TimeLeftMS int64      `json:"time_left_ms"`
+	LockUntil  *time.Time `json:"lock_until"`
+	LockedAt   *time.Time `json:"locked_at"`
+	LockedBy   string     `json:"locked_by"`
 }
 
 func writeJSON(w io.Writer, locks []shedlock.LockInfo) error {
 	out := make([]lockJSON, len(locks))
 	for i, l := range locks {
-		out[i] = lockJSON{Name: l.Name, Held: l.Held, TimeLeftMS: l.TimeLeft.Milliseconds(),
-			LockUntil: l.LockUntil, LockedAt: l.LockedAt, LockedBy: l.LockedBy}
+		left := l.TimeLeft.Milliseconds()
+		if l.TimeLeft == noExpiry {
+			left = -1
+		}
+		out[i] = lockJSON{Name: l.Name, Held: l.Held, TimeLeftMS: left,
+			LockUntil: timeOrNil(l.LockUntil), LockedAt: timeOrNil(l.LockedAt), LockedBy: l.LockedBy}
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(out)
+}
+
+func timeOrNil(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
 }

@@ -1,13 +1,21 @@
-// Command shedlock shows and clears the locks of a shedlock table, for
-// operators: list them, watch them, free one whose holder is dead, create the
-// table.
+// Command shedlock shows and clears the locks of a shedlock table or of
+// shedlockredis's keys, for operators: list them, watch them, free one whose
+// holder is dead, create the table.
 //
-//	shedlock -store mysql -dsn 'app@tcp(db:3306)/app' list
-//	shedlock -store sqlite -dsn /var/lib/app/app.db unlock outboxPollJob
+//	go install github.com/shedlock-go/shedlock/cmd/shedlock@latest
 //
-// The store, its DSN and the table come from flags or from SHEDLOCK_STORE,
-// SHEDLOCK_DSN and SHEDLOCK_TABLE. Run shedlock -h for the rest. Exit status: 0
-// done, 1 failed (the store, the table or the lock), 2 bad usage.
+//	shedlock -dsn 'app@tcp(db:3306)/app' list
+//	shedlock -dsn postgres://app@db:5432/app watch
+//	shedlock -dsn /var/lib/app/app.db unlock outboxPollJob
+//	shedlock -dsn redis://cache:6379/0 -env prod list
+//
+// The store is told from the DSN (or given with -store: mysql, postgres or pg,
+// sqlite, redis); the DSN, the table and the Redis env come from flags or from
+// SHEDLOCK_DSN, SHEDLOCK_TABLE and SHEDLOCK_ENV. Names and holders that hold
+// control characters are printed quoted, so that nothing written into the
+// store can rewrite the terminal. Run shedlock -h for the rest. Exit status: 0
+// done, 1 failed (the store, the table or the lock), 2 bad usage (including a
+// malformed DSN).
 package main
 
 import (
@@ -19,14 +27,21 @@ import (
 	"syscall"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/redis/go-redis/v9"
 )
 
 func main() {
 	// The MySQL driver logs some connection errors itself; the command reports
 	// each error once, in one line.
 	_ = mysql.SetLogger(log.New(io.Discard, "", 0))
+	redis.SetLogger(discard{})
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }
+
+// discard is a go-redis logger that drops what the client would log itself.
+type discard struct{}
+
+func (discard) Printf(context.Context, string, ...any) {}

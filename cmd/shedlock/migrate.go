@@ -11,19 +11,19 @@ func migrate(ctx context.Context, c config, args []string, _ io.Reader, stdout, 
 	if len(args) > 0 {
 		return usageError{fmt.Sprintf("migrate takes no arguments, got %q", args)}
 	}
-	s, err := openStore(c, true)
+	if c.store == storeRedis {
+		return usageError{"migrate: Redis needs no table; its locks are keys job-lock:<env>:<name>"}
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	s, err := openStore(ctx, c, true)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
-	if err := s.EnsureTable(ctx); err != nil {
+	if err := s.Migrate(ctx); err != nil {
 		return err
 	}
-	if err := s.HealthCheck(ctx); err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(stdout, "table %s is ready (%s)\n", c.table, c.store)
+	_, err = fmt.Fprintf(stdout, "%s is ready (%s)\n", s.Where(), c.store)
 	return err
 }

@@ -8,8 +8,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/shedlock-go/shedlock/internal/testkit/testdb"
 )
 
 // migrate creates the table, says so, and may run again; list then works on it.
@@ -20,14 +18,16 @@ func TestMigrate(t *testing.T) {
 	table := "shedlock_m_" + hex.EncodeToString(b[:])
 	for name, flags := range map[string]func(t *testing.T) []string{
 		"mysql": func(t *testing.T) []string {
-			db := testdb.Open(t, nil)
+			dsn := mysqlDSN(t)
+			db := openDB(t, "mysql", dsn)
 			t.Cleanup(func() { _, _ = db.Exec("DROP TABLE IF EXISTS " + table) })
-			return []string{"-store", "mysql", "-dsn", testdb.MySQLDSN(t), "-table", table}
+			return []string{"-store", "mysql", "-dsn", dsn, "-table", table}
 		},
 		"postgres": func(t *testing.T) []string {
-			db := testdb.OpenPostgres(t, testdb.PGX, nil)
+			dsn := postgresDSN(t)
+			db := openDB(t, "pgx", dsn)
 			t.Cleanup(func() { _, _ = db.Exec("DROP TABLE IF EXISTS " + table) })
-			return []string{"-store", "postgres", "-dsn", testdb.PostgresDSN(t), "-table", table}
+			return []string{"-store", "postgres", "-dsn", dsn, "-table", table}
 		},
 		"sqlite": func(t *testing.T) []string {
 			return []string{"-store", "sqlite", "-dsn", filepath.Join(t.TempDir(), "new.db"), "-table", table}

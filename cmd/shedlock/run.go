@@ -9,6 +9,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/shedlock-go/shedlock/shedlockredis"
 )
 
 const usage = `Usage: shedlock [flags] <command> [flags] [args]
@@ -16,28 +18,38 @@ const usage = `Usage: shedlock [flags] <command> [flags] [args]
 Commands:
   list          the locks: name, whether held, time left, lock until, locked at, holder
   unlock NAME   free one lock; asks first when it is held, unless -force
-  migrate       create the lock table if it does not exist
+  migrate       create the lock table if it does not exist (SQL stores)
   watch         list the locks again every -interval, until interrupted
 
 Flags (before or after the command):
-  -store S      mysql (also MariaDB), postgres or sqlite; $SHEDLOCK_STORE, else mysql
   -dsn DSN      the store's data source name, as its Go driver takes it; $SHEDLOCK_DSN
-                (sqlite: a file path, opened read-write and never created except by migrate)
-  -table T      the lock table; $SHEDLOCK_TABLE, else shedlock
+                  mysql     user:password@tcp(host:3306)/database
+                  postgres  postgres://user:password@host:5432/database
+                  sqlite    a file path, opened read-write and never created except by migrate
+                  redis     redis://:password@host:6379/0
+  -store S      mysql (also MariaDB), postgres (pg), sqlite or redis; $SHEDLOCK_STORE,
+                else told from -dsn: postgres:// or postgresql://, redis:// or rediss://,
+                file: or a path to a file (or ending in .db), else a MySQL DSN
+  -table T      mysql, postgres, sqlite: the lock table; $SHEDLOCK_TABLE, else shedlock
+  -env E        redis: the env of the keys, job-lock:<env>:<name> (shedlockredis.WithEnv);
+                $SHEDLOCK_ENV, else default
   -timeout D    limit on each command's work with the store (default 10s)
   -json         list: print JSON instead of a table
   -force        unlock: do not ask
   -interval D   watch: time between refreshes (default 2s)
 
-Exit status: 0 done, 1 failed (store, table or lock), 2 bad usage.
+Names and holders with characters a terminal would act on are shown quoted, as Go
+quotes strings. Exit status: 0 done, 1 failed (store, table or lock), 2 bad usage
+(a flag, a command or a malformed DSN).
 `
 
 // config is what the flags and the environment say.
 type config struct {
-	store, dsn, table string
-	timeout           time.Duration
-	json, force       bool
-	interval          time.Duration
+	store, dsn, table, env string
+	timeout                time.Duration
+	json, force            bool
+	interval               time.Duration
+	set                    map[string]bool // the flags given on the command line
 }
 
 // usageError is bad input on the command line: exit status 2.
@@ -73,16 +85,19 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 // for messages.
 func runCommand(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (string, error) {
 	c := config{
-		store:    envOr("SHEDLOCK_STORE", "mysql"),
+		store:    os.Getenv("SHEDLOCK_STORE"),
 		dsn:      os.Getenv("SHEDLOCK_DSN"),
 		table:    envOr("SHEDLOCK_TABLE", "shedlock"),
+		env:      envOr("SHEDLOCK_ENV", shedlockredis.DefaultEnv),
 		timeout:  10 * time.Second,
 		interval: 2 * time.Second,
+		set:      map[string]bool{},
 	}
 	global := c.flags("shedlock")
 	if err := global.Parse(args); err != nil {
 		return "", flagError(err)
 	}
+	global.Visit(func(f *flag.Flag) { c.set[f.Name] = true })
 	if global.NArg() == 0 {
 		return "", usageError{"no command: want list, unlock, migrate or watch"}
 	}
@@ -102,6 +117,7 @@ func runCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	if err != nil {
 		return name, flagError(err)
 	}
+	fs.Visit(func(f *flag.Flag) { c.set[f.Name] = true })
 	if err := c.check(); err != nil {
 		return name, err
 	}
@@ -116,6 +132,7 @@ func (c *config) flags(name string) *flag.FlagSet {
 	fs.StringVar(&c.store, "store", c.store, "")
 	fs.StringVar(&c.dsn, "dsn", c.dsn, "")
 	fs.StringVar(&c.table, "table", c.table, "")
+	fs.StringVar(&c.env, "env", c.env, "")
 	fs.DurationVar(&c.timeout, "timeout", c.timeout, "")
 	fs.BoolVar(&c.json, "json", c.json, "")
 	fs.BoolVar(&c.force, "force", c.force, "")
@@ -123,7 +140,8 @@ func (c *config) flags(name string) *flag.FlagSet {
 	return fs
 }
 
-func (c config) check() error {
+// check validates c and settles its store, from -store or from the DSN.
+func (c *config) check() error {
 	switch {
 	case c.dsn == "":
 		return usageError{"no DSN: give -dsn or set SHEDLOCK_DSN"}
@@ -131,6 +149,19 @@ func (c config) check() error {
 		return usageError{fmt.Sprintf("-timeout %v: must be > 0", c.timeout)}
 	case c.interval <= 0:
 		return usageError{fmt.Sprintf("-interval %v: must be > 0", c.interval)}
+	}
+	store, err := resolveStore(c.store, c.dsn)
+	if err != nil {
+		return err
+	}
+	c.store = store
+	switch {
+	case store == storeRedis && c.set["table"]:
+		return usageError{"-table: Redis has no table; its locks are keys job-lock:<env>:<name> (-env)"}
+	case store != storeRedis && c.set["env"]:
+		return usageError{fmt.Sprintf("-env: only for redis; %s locks are in a table (-table)", store)}
+	case store == storeRedis && (c.env == "" || strings.Contains(c.env, ":")):
+		return usageError{fmt.Sprintf("-env %q: must be non-empty and without ':'", c.env)}
 	}
 	return nil
 }
@@ -162,11 +193,12 @@ func flagError(err error) error {
 	return usageError{err.Error()}
 }
 
-// oneLine is err's message on one line, without the library's "shedlock: "
-// prefix, which the command's own prefix replaces.
+// oneLine is err's message on one line, its control characters escaped, and
+// without the library's "shedlock: " prefixes: the command's own prefix
+// replaces the first, and wrapped errors repeat it.
 func oneLine(err error) string {
-	msg := strings.NewReplacer("\r\n", "; ", "\n", "; ", "\r", "; ").Replace(err.Error())
-	return strings.TrimPrefix(msg, "shedlock: ")
+	msg := strings.NewReplacer("\r\n", "; ", "\n", "; ", "\r", "; ", ": shedlock: ", ": ").Replace(err.Error())
+	return sanitize(strings.TrimPrefix(msg, "shedlock: "))
 }
 
 func envOr(key, def string) string {

@@ -1,98 +1,49 @@
 package main
 
 import (
-	"database/sql"
-	"errors"
+	"context"
 	"fmt"
-	"io"
-	"log/slog"
-	"os"
-	"strings"
-
-	"github.com/go-sql-driver/mysql"
-	_ "github.com/jackc/pgx/v5/stdlib"
-	_ "modernc.org/sqlite"
 
 	"github.com/shedlock-go/shedlock"
 )
 
-// store is an open lock table.
-type store struct {
-	shedlock.Admin
-	db *sql.DB
+// store is an open lock store: a SQL table, or a Redis server's keys of one env.
+type store interface {
+	// Locks returns every lock, by name, as the store sees them.
+	Locks(ctx context.Context) ([]shedlock.LockInfo, error)
+	// Inspect returns the lock of exactly this name; shedlock.ErrLockNotFound if
+	// the store has none.
+	Inspect(ctx context.Context, name string) (shedlock.LockInfo, error)
+	// Unlock frees the lock of this name and returns it as it was just before.
+	// With shown set, it frees the lock only while its holder is still the one
+	// shown, and otherwise returns changedHandsError.
+	Unlock(ctx context.Context, name string, shown *shedlock.LockInfo) (shedlock.LockInfo, error)
+	// Migrate creates what the store needs, if it is missing, and checks it.
+	Migrate(ctx context.Context) error
+	// Where names what the locks are in, for messages: "table shedlock".
+	Where() string
+	Close() error
 }
 
-func (s *store) Close() error { return s.db.Close() }
+// changedHandsError is Unlock's answer when the lock is no longer the one shown.
+type changedHandsError struct{ now shedlock.LockInfo }
 
-// openStore opens c's table. create allows a SQLite file to be created, for
-// migrate; other commands refuse a file that is not there.
-func openStore(c config, create bool) (*store, error) {
-	opts := []shedlock.ProviderOption{
-		shedlock.WithTableName(c.table),
-		shedlock.WithLockedBy("shedlock-cli"),
-		// The providers' warnings (a SQLite pool not set up for several
-		// processes) are for services, not for this command.
-		shedlock.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
-	}
-	var db *sql.DB
-	var admin shedlock.Admin
-	var err error
-	switch strings.ToLower(c.store) {
-	case "mysql", "mariadb":
-		if _, err := mysql.ParseDSN(c.dsn); err != nil {
-			return nil, fmt.Errorf("-dsn: %w", err)
-		}
-		if db, err = sql.Open("mysql", c.dsn); err != nil {
-			return nil, err
-		}
-		admin, err = shedlock.NewMySQLProvider(db, opts...)
-	case "sqlite", "sqlite3":
-		if !create && !strings.HasPrefix(c.dsn, "file:") {
-			if _, err := os.Stat(c.dsn); err != nil {
-				return nil, fmt.Errorf("-dsn: %w", err)
-			}
-		}
-		if db, err = sql.Open("sqlite", sqliteDSN(c.dsn, create)); err != nil {
-			return nil, err
-		}
-		admin, err = shedlock.NewSQLiteProvider(db, opts...)
-	case "postgres", "postgresql":
-		if db, err = sql.Open("pgx", c.dsn); err != nil {
-			return nil, fmt.Errorf("-dsn: %w", err)
-		}
-		admin, err = shedlock.NewPostgresProvider(db, opts...)
+func (e changedHandsError) Error() string {
+	return fmt.Sprintf("the lock changed hands (now %s)", display(e.now.LockedBy))
+}
+
+// openStore opens the store c names. create allows a SQLite file to be created,
+// for migrate; other commands refuse a file that is not there.
+func openStore(ctx context.Context, c config, create bool) (store, error) {
+	switch c.store {
+	case storeRedis:
+		return openRedis(ctx, c)
 	default:
-		return nil, usageError{fmt.Sprintf("-store %q: want mysql, postgres or sqlite", c.store)}
+		return openSQL(ctx, c, create)
 	}
-	if err != nil {
-		_ = db.Close()
-		if errors.Is(err, shedlock.ErrInvalidOption) {
-			return nil, usageError{err.Error()}
-		}
-		return nil, err
-	}
-	return &store{Admin: admin, db: db}, nil
 }
 
-// sqliteDSN turns a file path into a URI that opens it read-write without
-// creating it (unless create), with a busy timeout so that a command waits for
-// a service's write instead of failing. A DSN that is already a URI is the
-// user's: only the busy timeout is added, if it has none.
-func sqliteDSN(dsn string, create bool) string {
-	if !strings.HasPrefix(dsn, "file:") {
-		mode := "rw"
-		if create {
-			mode = "rwc"
-		}
-		path := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(dsn)
-		dsn = "file:" + path + "?mode=" + mode
-	}
-	if !strings.Contains(dsn, "busy_timeout") {
-		sep := "&"
-		if !strings.Contains(dsn, "?") {
-			sep = "?"
-		}
-		dsn += sep + "_pragma=busy_timeout(5000)"
-	}
-	return dsn
+// sameHolder reports whether a and b are one acquisition.
+func sameHolder(a, b shedlock.LockInfo) bool {
+	return a.LockedBy == b.LockedBy && a.LockedAt.Equal(b.LockedAt)
 }

@@ -9,10 +9,11 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/shedlock-go/shedlock"
-	"github.com/shedlock-go/shedlock/internal/testkit/testdb"
+	"github.com/shedlock-go/shedlock/shedlockredis"
 )
 
 // pod is a service's provider on the table under test.
@@ -21,49 +22,65 @@ type pod interface {
 	LockedBy() string
 }
 
-// testTable is a fresh lock table of one store, and how the command names it.
+// testTable is a fresh lock table of one store (for Redis, an env of its own),
+// and how the command names it.
 type testTable struct {
-	name  string   // the table
-	flags []string // -store, -dsn and -table for it
+	name  string   // the table, or the Redis env
+	where string   // what the command calls it: "table <name>", "env <name>"
+	flags []string // -store, -dsn and -table (or -env) for it
 	pod   func(t *testing.T) pod
+	// keepsFree is whether a released lock stays listed, as a row that is not
+	// held: SQL tables keep the row, Redis deletes the key.
+	keepsFree bool
+	// free frees a lock behind the command's back, as another operator would.
+	free func(t *testing.T, name string)
+	// setHolder rewrites the holder of a lock by hand, as any client of the
+	// store could.
+	setHolder func(t *testing.T, name, holder string)
 }
 
 func mysqlTable(t *testing.T) testTable {
-	dsn := testdb.MySQLDSN(t)
-	table := testdb.NewTable(t, testdb.Open(t, nil))
+	dsn := mysqlDSN(t)
+	table := newSQLTable(t, openDB(t, "mysql", dsn), newMySQL)
 	return testTable{
-		name:  table,
+		name: table, where: "table " + table, keepsFree: true,
 		flags: []string{"-store", "mysql", "-dsn", dsn, "-table", table},
 		pod: func(t *testing.T) pod {
-			p, err := shedlock.NewMySQLProvider(testdb.Open(t, nil), shedlock.WithTableName(table), shedlock.WithLockedBy("pod"))
+			p, err := shedlock.NewMySQLProvider(openDB(t, "mysql", dsn), shedlock.WithTableName(table), shedlock.WithLockedBy("pod"))
 			require.NoError(t, err)
 			return p
 		},
+		free: sqlFree(func(t *testing.T) (shedlock.Admin, error) {
+			return shedlock.NewMySQLProvider(openDB(t, "mysql", dsn), shedlock.WithTableName(table))
+		}),
+		setHolder: sqlSetHolder(func(t *testing.T) *sql.DB { return openDB(t, "mysql", dsn) }, table,
+			"UPDATE TABLE SET locked_by = ? WHERE name = ?"),
 	}
 }
 
 func postgresTable(t *testing.T) testTable {
-	dsn := testdb.PostgresDSN(t)
-	table := testdb.NewPostgresTable(t, testdb.OpenPostgres(t, testdb.PGX, nil))
+	dsn := postgresDSN(t)
+	table := newSQLTable(t, openDB(t, "pgx", dsn), newPostgres)
 	return testTable{
-		name:  table,
+		name: table, where: "table " + table, keepsFree: true,
 		flags: []string{"-store", "postgres", "-dsn", dsn, "-table", table},
 		pod: func(t *testing.T) pod {
-			p, err := shedlock.NewPostgresProvider(testdb.OpenPostgres(t, testdb.PGX, nil),
-				shedlock.WithTableName(table), shedlock.WithLockedBy("pod"))
+			p, err := shedlock.NewPostgresProvider(openDB(t, "pgx", dsn), shedlock.WithTableName(table), shedlock.WithLockedBy("pod"))
 			require.NoError(t, err)
 			return p
 		},
+		free: sqlFree(func(t *testing.T) (shedlock.Admin, error) {
+			return shedlock.NewPostgresProvider(openDB(t, "pgx", dsn), shedlock.WithTableName(table))
+		}),
+		setHolder: sqlSetHolder(func(t *testing.T) *sql.DB { return openDB(t, "pgx", dsn) }, table,
+			"UPDATE TABLE SET locked_by = $1 WHERE name = $2"),
 	}
 }
 
 func sqliteTable(t *testing.T) testTable {
 	file := filepath.Join(t.TempDir(), "app.db")
 	open := func(t *testing.T) *sql.DB {
-		db, err := sql.Open("sqlite", "file:"+file+"?"+shedlock.SQLiteDSNParams)
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = db.Close() })
-		return db
+		return openDB(t, "sqlite", "file:"+file+"?"+shedlock.SQLiteDSNParams)
 	}
 	newPod := func(t *testing.T) pod {
 		p, err := shedlock.NewSQLiteProvider(open(t), shedlock.WithLockedBy("pod"))
@@ -71,12 +88,63 @@ func sqliteTable(t *testing.T) testTable {
 		return p
 	}
 	require.NoError(t, newPod(t).(*shedlock.SQLiteProvider).EnsureTable(context.Background()))
-	return testTable{name: "shedlock", flags: []string{"-store", "sqlite", "-dsn", file}, pod: newPod}
+	return testTable{
+		name: "shedlock", where: "table shedlock", keepsFree: true,
+		flags: []string{"-store", "sqlite", "-dsn", file}, pod: newPod,
+		free:      sqlFree(func(t *testing.T) (shedlock.Admin, error) { return shedlock.NewSQLiteProvider(open(t)) }),
+		setHolder: sqlSetHolder(open, "shedlock", "UPDATE TABLE SET locked_by = ? WHERE name = ?"),
+	}
+}
+
+func redisTable(t *testing.T) testTable {
+	url := redisURL(t)
+	opts, err := redis.ParseURL(url)
+	require.NoError(t, err)
+	client := redis.NewClient(opts)
+	t.Cleanup(func() { _ = client.Close() })
+	env := uniqueName("cli_")
+	prefix := shedlockredis.KeyPrefix + ":" + env + ":"
+	t.Cleanup(func() {
+		keys, _ := client.Keys(context.Background(), prefix+"*").Result()
+		if len(keys) > 0 {
+			_ = client.Del(context.Background(), keys...).Err()
+		}
+	})
+	return testTable{
+		name: env, where: "env " + env,
+		flags: []string{"-store", "redis", "-dsn", url, "-env", env},
+		pod: func(t *testing.T) pod {
+			p, err := shedlockredis.NewProvider(client, shedlockredis.WithEnv(env), shedlockredis.WithLockedBy("pod"))
+			require.NoError(t, err)
+			return p
+		},
+		free: func(t *testing.T, name string) {
+			require.NoError(t, client.Del(context.Background(), prefix+name).Err())
+		},
+		setHolder: func(t *testing.T, name, holder string) {
+			ctx := context.Background()
+			v, err := client.Get(ctx, prefix+name).Result()
+			require.NoError(t, err)
+			at, _, _ := strings.Cut(v, "@")
+			require.NoError(t, client.SetArgs(ctx, prefix+name, at+"@"+holder, redis.SetArgs{KeepTTL: true}).Err())
+		},
+	}
+}
+
+func sqlFree(open func(t *testing.T) (shedlock.Admin, error)) func(t *testing.T, name string) {
+	return func(t *testing.T, name string) {
+		admin, err := open(t)
+		require.NoError(t, err)
+		_, err = admin.ForceUnlock(context.Background(), name)
+		require.NoError(t, err)
+	}
 }
 
 // tables are the stores every command is tested on.
 func tables() map[string]func(t *testing.T) testTable {
-	return map[string]func(t *testing.T) testTable{"mysql": mysqlTable, "postgres": postgresTable, "sqlite": sqliteTable}
+	return map[string]func(t *testing.T) testTable{
+		"mysql": mysqlTable, "postgres": postgresTable, "sqlite": sqliteTable, "redis": redisTable,
+	}
 }
 
 // forEachTable runs test as a parallel subtest on a fresh table of each store.
@@ -125,6 +193,12 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// ownedBy reports whether the holder by is an acquisition of p: the SQL
+// providers write owner#suffix.N, shedlockredis owner:token-N.
+func ownedBy(by string, p pod) bool {
+	return strings.HasPrefix(by, p.LockedBy()+".") || strings.HasPrefix(by, p.LockedBy()+":")
 }
 
 // take takes cfg's lock on p.

@@ -16,7 +16,9 @@ func watch(ctx context.Context, c config, args []string, _ io.Reader, stdout, _ 
 	if len(args) > 0 {
 		return usageError{fmt.Sprintf("watch takes no arguments, got %q", args)}
 	}
-	s, err := openStore(c, false)
+	octx, cancel := context.WithTimeout(ctx, c.timeout)
+	s, err := openStore(octx, c, false)
+	cancel()
 	if err != nil {
 		return err
 	}
@@ -29,8 +31,8 @@ func watch(ctx context.Context, c config, args []string, _ io.Reader, stdout, _ 
 		if clear {
 			frame.WriteString("\x1b[H\x1b[2J")
 		}
-		fmt.Fprintf(&frame, "%s  table %s (%s), every %v; Ctrl-C stops\n\n",
-			time.Now().Format(time.TimeOnly), c.table, c.store, c.interval)
+		fmt.Fprintf(&frame, "%s  %s (%s), every %v; Ctrl-C stops\n\n",
+			time.Now().Format(time.TimeOnly), s.Where(), c.store, c.interval)
 		lctx, cancel := context.WithTimeout(ctx, c.timeout)
 		locks, err := s.Locks(lctx)
 		cancel()
@@ -42,7 +44,7 @@ func watch(ctx context.Context, c config, args []string, _ io.Reader, stdout, _ 
 		case err != nil:
 			fmt.Fprintf(&frame, "error: %s\n", oneLine(err))
 		default:
-			if err := writeTable(&frame, c.table, locks); err != nil {
+			if err := writeTable(&frame, s.Where(), locks); err != nil {
 				return err
 			}
 		}

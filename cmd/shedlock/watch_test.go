@@ -30,9 +30,13 @@ func TestWatch(t *testing.T) {
 			return len(f) > 0 && strings.Contains(f[0], "outboxPollJob  yes")
 		})
 		require.NoError(t, lock.Unlock(context.Background()))
+		free := "outboxPollJob  no"
+		if !tbl.keepsFree {
+			free = "no locks in " + tbl.where
+		}
 		waitFor(t, "a later frame with the lock free", func() bool {
 			f := frames()
-			return strings.Contains(f[len(f)-1], "outboxPollJob  no")
+			return strings.Contains(f[len(f)-1], free)
 		})
 		interrupt()
 		select {
@@ -43,7 +47,7 @@ func TestWatch(t *testing.T) {
 		}
 		assert.Empty(t, errOut.String())
 		f := frames()
-		assert.Contains(t, out.String(), "table "+tbl.name+" (", "the header names the table")
+		assert.Contains(t, out.String(), tbl.where+" (", "the header names the table")
 		assert.Contains(t, f[0], "NAME  ", "each frame is the list table")
 		assert.NotContains(t, out.String(), "\x1b[", "no screen clearing when not on a terminal")
 	})

@@ -1,4 +1,4 @@
-// Command shedlock-demo runs the article's scale-out twice: three pods of the
+// Command demo runs the article's scale-out twice: three pods of the
 // orders example, as separate processes on one database, first with shedlock and
 // then with -no-lock, and prints what the database says happened each time.
 //
@@ -9,9 +9,11 @@
 // -lock-store names another: sqlite, mysql, postgres (each a fresh file or
 // database of its own) or redis (-redis-addr, keys under an env of the run's own).
 //
-//	make demo                      # or: go run ./demo
-//	go run ./demo -duration 10s
-//	go run ./demo -driver postgres -lock-store redis
+// Run from the repository root:
+//
+//	make demo                      # or: go run ./examples/demo
+//	go run ./examples/demo -duration 10s
+//	go run ./examples/demo -driver postgres -lock-store redis
 package main
 
 import (
@@ -63,7 +65,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, s); err != nil {
-		fmt.Fprintln(os.Stderr, "shedlock-demo:", err)
+		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
 	}
 }

@@ -2,13 +2,17 @@
 // two scheduled jobs, orderTimeoutCancelJob and outboxPollingJob, each under a
 // shedlock lock, until SIGTERM or SIGINT, then stops gracefully.
 //
-//	go run ./examples/orders -pod pod-1 -load 20ms          # SQLite file orders.db
+// Run from the repository root:
+//
+//	go run ./examples/orders -pod pod-1 -load 20ms          # SQLite file shedlock-orders.db in the temp dir
+//	go run ./examples/orders -pod pod-1 -dsn /tmp/shop.db   # another SQLite file
 //	SHEDLOCK_MYSQL_DSN='root@tcp(127.0.0.1:3306)/test' go run ./examples/orders -pod pod-1
 //	go run ./examples/orders -driver postgres -dsn 'postgres://root@127.0.0.1:5432/test' -pod pod-1
-//	go run ./examples/orders -pod pod-1 -lock-store redis    # data in orders.db, locks in Redis
+//	go run ./examples/orders -pod pod-1 -lock-store redis    # data in SQLite, locks in Redis
 //
 // Start several with the same database to see the lock at work; add -no-lock to
-// see what happens without it. cmd/shedlock-demo does both and prints a summary.
+// see what happens without it. make demo (examples/demo) does both and prints a
+// summary.
 //
 // The outbox job runs with keep-alive: a poll slowed by the broker keeps its
 // lock however long it takes. Each pod serves its lock metrics (shedlockprom)
@@ -24,6 +28,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -48,7 +53,8 @@ type config struct {
 
 func main() {
 	var c config
-	defaultDriver, defaultDSN := shop.SQLite, "orders.db"
+	// Outside the work tree, and the same file for every pod of this machine.
+	defaultDriver, defaultDSN := shop.SQLite, filepath.Join(os.TempDir(), "shedlock-orders.db")
 	if dsn := os.Getenv("SHEDLOCK_MYSQL_DSN"); dsn != "" {
 		defaultDriver, defaultDSN = shop.MySQL, dsn
 	}

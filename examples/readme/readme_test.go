@@ -43,6 +43,63 @@ func TestReadmeSnippetsCompiled(t *testing.T) {
 	}
 }
 
+// TestPackageDocSetupCompiled fails for every code block at the top of the
+// package doc (doc.go, before its first heading: the setup `go doc` shows
+// first) that is not, verbatim, in a .go file of this directory tree.
+func TestPackageDocSetupCompiled(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "doc.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := docTopBlocks(string(doc))
+	if len(blocks) == 0 {
+		t.Fatal("doc.go: no code block before the first heading: the package doc should open with a setup")
+	}
+	sources, err := goSources(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	missing, err := missingSnippets(blocks, sources)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range missing {
+		t.Errorf("doc.go: this code block is in no .go file under examples/readme; put it in one "+
+			"(examples/readme/pkgdoc) and copy it from there verbatim:\n%s", s.head(3))
+	}
+}
+
+// docTopBlocks returns the code blocks of a package doc comment that come
+// before its first heading, as Markdown ```go blocks: lines "//\t..." are code.
+func docTopBlocks(src string) string {
+	var out strings.Builder
+	inBlock := false
+	for _, l := range splitLines(src) {
+		if !strings.HasPrefix(l, "//") || strings.HasPrefix(l, "// # ") {
+			break
+		}
+		code, isCode := strings.CutPrefix(l, "//\t")
+		switch {
+		case isCode && !inBlock:
+			out.WriteString("```go\n")
+			inBlock = true
+		case !isCode && inBlock && strings.TrimSpace(strings.TrimPrefix(l, "//")) != "":
+			out.WriteString("```\n")
+			inBlock = false
+		}
+		if inBlock && isCode {
+			out.WriteString(code)
+		}
+		if inBlock {
+			out.WriteString("\n")
+		}
+	}
+	if inBlock {
+		out.WriteString("```\n")
+	}
+	return out.String()
+}
+
 // TestMissingSnippetsReportsUnknownBlock shows that the check can fail: of a
 // whole program, an indented excerpt of it and a block found nowhere, only the
 // last is reported.

@@ -77,26 +77,7 @@ func writeChart(path string, all []series) error {
 		}
 		row[i] = p
 	}
-	const panelW, h = 10 * vg.Centimeter, 9 * vg.Centimeter
-	img, err := draw.NewFormattedCanvas(panelW*vg.Length(len(panels)), h, strings.TrimPrefix(filepath.Ext(path), "."))
-	if err != nil {
-		return fmt.Errorf("chart: %w", err)
-	}
-	dc := draw.New(img)
-	t := draw.Tiles{Rows: 1, Cols: len(panels), PadX: vg.Centimeter, PadTop: vg.Millimeter * 3,
-		PadBottom: vg.Millimeter * 3, PadLeft: vg.Millimeter * 3, PadRight: vg.Millimeter * 3}
-	for i, p := range row {
-		p.Draw(t.At(dc, i, 0))
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("chart: %w", err)
-	}
-	if _, err := img.WriteTo(f); err != nil {
-		_ = f.Close()
-		return fmt.Errorf("chart: write %s: %w", path, err)
-	}
-	return f.Close()
+	return writePanels(path, row)
 }
 
 // podTicks labels the x axis at the pod counts measured.
@@ -126,4 +107,29 @@ func (wholeTicks) Ticks(lo, hi float64) []plot.Tick {
 		}
 	}
 	return ticks
+}
+
+// writePanels draws plots side by side, one panel each, into path (SVG, PNG, …
+// by its extension).
+func writePanels(path string, row []*plot.Plot) error {
+	const panelW, h = 10 * vg.Centimeter, 9 * vg.Centimeter
+	img, err := draw.NewFormattedCanvas(panelW*vg.Length(len(row)), h, strings.TrimPrefix(filepath.Ext(path), "."))
+	if err != nil {
+		return fmt.Errorf("chart: %w", err)
+	}
+	dc := draw.New(img)
+	t := draw.Tiles{Rows: 1, Cols: len(row), PadX: vg.Centimeter, PadTop: vg.Millimeter * 3,
+		PadBottom: vg.Millimeter * 3, PadLeft: vg.Millimeter * 3, PadRight: vg.Millimeter * 3}
+	for i, p := range row {
+		p.Draw(t.At(dc, i, 0))
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("chart: %w", err)
+	}
+	if _, err := img.WriteTo(f); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("chart: write %s: %w", path, err)
+	}
+	return f.Close()
 }

@@ -9,6 +9,12 @@
 //
 //	go run ./cmd/shedlock-bench                 # default: a couple of minutes
 //	go run ./cmd/shedlock-bench -step 10s -cold 100000
+//
+// With the first argument herd, it measures the top of the minute instead: P
+// OS processes × J jobs firing at one tick on MariaDB, PostgreSQL and Redis,
+// through the library and through the floor (see herd.go):
+//
+//	go run ./cmd/shedlock-bench herd -scales 4x100
 package main
 
 import (
@@ -39,6 +45,19 @@ type config struct {
 }
 
 func main() {
+	if spec := os.Getenv(herdPodEnv); spec != "" {
+		os.Exit(podMain(spec))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "herd" {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+		err := herdMain(ctx, os.Args[2:], os.Stdout)
+		stop()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "shedlock-bench herd:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	cfg, err := parseFlags(os.Args[1:])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "shedlock-bench:", err)

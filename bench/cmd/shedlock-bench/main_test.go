@@ -47,3 +47,34 @@ func TestParseFlags(t *testing.T) {
 		t.Errorf("parseFlags = %+v, %v", c, err)
 	}
 }
+
+// The herd's pods are this test binary, run again with herdPodEnv set.
+func TestMain(m *testing.M) {
+	if spec := os.Getenv(herdPodEnv); spec != "" {
+		os.Exit(podMain(spec))
+	}
+	os.Exit(m.Run())
+}
+
+// A tiny herd end to end on the servers the tests use: pods as processes, both
+// sides, every store, the table and the chart.
+func TestHerdSmall(t *testing.T) {
+	chart := filepath.Join(t.TempDir(), "herd.svg")
+	cfg, err := parseHerdFlags([]string{"-shared", "-scales", "2x20", "-ticks", "1", "-least", "200ms", "-chart", chart})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.mysqlDSN, cfg.postgresDSN, cfg.redisAddr = testdb.MySQLDSN(t), testdb.PostgresDSN(t), testdb.RedisAddr(t)
+	var out bytes.Buffer
+	if err := runHerd(context.Background(), cfg, &out); err != nil {
+		t.Fatalf("runHerd: %v\n%s", err, out.String())
+	}
+	for _, want := range []string{"## MariaDB", "## PostgreSQL", "## Redis", "| 2 × 20 | 8 | library |", "| 2 × 20 | 5 | floor |"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if fi, err := os.Stat(chart); err != nil || fi.Size() == 0 {
+		t.Errorf("chart not written: %v", err)
+	}
+}

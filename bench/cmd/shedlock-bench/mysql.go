@@ -86,5 +86,5 @@ func mysqlFloor(ctx context.Context, db *sql.DB, version, table string, mostFor 
 		return nil, fmt.Errorf("floor row: %w", err)
 	}
 	return preparedCycle(ctx, db, pin(floor.MySQLAcquire), pin(floor.MySQLRelease),
-		[]any{mostFor.Microseconds(), owner, name}, []any{int64(0), int64(0), name, owner})
+		[]any{name, mostFor.Microseconds(), owner, owner, mostFor.Microseconds()}, []any{int64(0), int64(0), name, owner})
 }

@@ -1,7 +1,7 @@
 // Package scenario runs the article's scale-out: several pods of the orders
 // example as separate OS processes on one database, with a load generator, for a
 // while; then it stops them gracefully and reads what happened from the tables.
-// cmd/shedlock-demo and the end-to-end tests both use it.
+// examples/demo (make demo) and the end-to-end tests both use it.
 package scenario
 
 import (

@@ -1,7 +1,7 @@
 // Command byhand is the README's "one run, by hand": Executor.Run for a job
 // that something other than a scheduler starts, and the provider used directly.
 //
-//	MYSQL_DSN='root@tcp(127.0.0.1:3306)/test' go run ./readme/byhand
+//	MYSQL_DSN='root@tcp(127.0.0.1:3306)/test' go run ./examples/readme/byhand
 package main
 
 import (

@@ -1,7 +1,7 @@
 // Command fixeddelay runs a task in a loop, waiting a fixed delay after each run
 // (Spring's fixedDelay, which robfig/cron lacks), on one replica at a time.
 //
-//	MYSQL_DSN='root@tcp(127.0.0.1:3306)/test' go run ./readme/fixeddelay
+//	MYSQL_DSN='root@tcp(127.0.0.1:3306)/test' go run ./examples/readme/fixeddelay
 package main
 
 import (

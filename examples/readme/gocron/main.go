@@ -1,7 +1,7 @@
 // Command gocron is the README's gocron v2 example: a job that runs on one replica
 // per tick, though each replica's scheduler started at its own moment.
 //
-//	MYSQL_DSN='root@tcp(127.0.0.1:3306)/test' go run ./readme/gocron
+//	MYSQL_DSN='root@tcp(127.0.0.1:3306)/test' go run ./examples/readme/gocron
 package main
 
 import (

@@ -1,14 +1,18 @@
 // Command observe runs a long outbox poll with keep-alive, asserts its lock, and
-// serves the locks' metrics for Prometheus at http://127.0.0.1:9101/metrics.
+// serves the locks' metrics for Prometheus at the URL it logs (-metrics picks
+// the address; by default any free port of 127.0.0.1). Run from the repository
+// root:
 //
-//	MYSQL_DSN='root@tcp(127.0.0.1:3306)/test' go run ./readme/observe
+//	MYSQL_DSN='root@tcp(127.0.0.1:3306)/test' go run ./examples/readme/observe -metrics 127.0.0.1:9101
 package main
 
 import (
 	"context"
 	"database/sql"
 	"errors"
+	"flag"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -24,13 +28,15 @@ import (
 )
 
 func main() {
-	if err := run(); err != nil {
+	addr := flag.String("metrics", "127.0.0.1:0", "serve the metrics at http://ADDR/metrics (port 0: any free port)")
+	flag.Parse()
+	if err := run(*addr); err != nil {
 		slog.Error("observe", "error", err)
 		os.Exit(1)
 	}
 }
 
-func run() error {
+func run(addr string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
@@ -52,13 +58,18 @@ func run() error {
 	prometheus.MustRegister(metrics)
 	ex := shedlock.NewExecutor(provider, shedlock.WithKeepAlive(), shedlock.WithListener(metrics))
 
-	srv := &http.Server{Addr: "127.0.0.1:9101", Handler: promhttp.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: promhttp.Handler(), ReadHeaderTimeout: 5 * time.Second}
 	go func() {
-		if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			slog.Error("metrics", "error", err)
 		}
 	}()
 	defer srv.Close()
+	slog.Info("metrics", "url", "http://"+ln.Addr().String()+"/metrics")
 
 	// A lock of 30 s, kept while the poll runs, however long the broker makes it.
 	cfg := shedlock.LockConfig{Name: "outboxPolling", LockAtMostFor: 30 * time.Second}

@@ -2,7 +2,7 @@
 // one replica at a time, under a lock row in the service's MySQL/MariaDB database.
 // Start it in two terminals: each minute, one of them runs the job.
 //
-//	MYSQL_DSN='root@tcp(127.0.0.1:3306)/test' go run ./readme/quickstart
+//	MYSQL_DSN='root@tcp(127.0.0.1:3306)/test' go run ./examples/readme/quickstart
 package main
 
 import (

@@ -1,6 +1,7 @@
 // Package faultproxy is a TCP proxy for tests that puts faults between a client
-// and its database: added latency, connections reset at a chosen moment, and a
-// database that cannot be reached. Every goroutine it starts ends by Close.
+// and its database: added latency, connections reset at a chosen moment, a
+// database that cannot be reached, and connections that go silent (a
+// blackhole). Every goroutine it starts ends by Close.
 package faultproxy
 
 import (
@@ -23,6 +24,7 @@ type Proxy struct {
 	links   map[*link]struct{}
 	latency time.Duration
 	down    bool
+	hole    bool // new connections are blackholed
 	trap    *trap
 	closed  bool
 	stats   Stats
@@ -34,6 +36,10 @@ type Stats struct {
 	Resets   int // connections reset by a fault
 	Refused  int // connections reset at once because the database was down
 	Requests int // chunks read from clients, counted before any latency
+	// Blackholed counts the connections silenced by BlackholeOpen or SetBlackhole,
+	// Swallowed the chunks they dropped, in either direction.
+	Blackholed int
+	Swallowed  int
 }
 
 // trap resets the connection that sends the next request.
@@ -43,7 +49,8 @@ type trap struct {
 }
 
 type link struct {
-	client, server net.Conn
+	client, server net.Conn             // server is nil for a connection accepted into a blackhole
+	blackholed     atomic.Bool          // nothing is forwarded either way, and nothing is closed
 	dropResponse   atomic.Pointer[trap] // set: reset instead of relaying the next response
 	once           sync.Once
 	closed         chan struct{}
@@ -105,6 +112,48 @@ func (p *Proxy) ResetAll() int {
 	return len(all)
 }
 
+// BlackholeOpen silences every open connection, as a peer that died behind a
+// firewall would: the connection stays open, what either side sends is dropped,
+// and neither side is told (no reset, no close). New connections are forwarded
+// as before, so a pool finds the database answering on a fresh connection. A
+// blackholed connection never comes back. It returns how many it silenced.
+func (p *Proxy) BlackholeOpen() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.blackholeOpenLocked()
+}
+
+// SetBlackhole(true) silences every open connection, as BlackholeOpen, and every
+// new one: it is accepted, never reaches the database, and hears nothing back,
+// as a database host that vanished behind a firewall. SetBlackhole(false) makes
+// new connections reach the database again; the silenced ones stay silent.
+func (p *Proxy) SetBlackhole(on bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.hole = on
+	if on {
+		p.blackholeOpenLocked()
+	}
+}
+
+func (p *Proxy) blackholeOpenLocked() int {
+	n := 0
+	for l := range p.links {
+		if !l.blackholed.Swap(true) {
+			n++
+		}
+	}
+	p.stats.Blackholed += n
+	return n
+}
+
+// swallowed counts a chunk a blackholed connection dropped.
+func (p *Proxy) swallowed() {
+	p.mu.Lock()
+	p.stats.Swallowed++
+	p.mu.Unlock()
+}
+
 // ResetOnNextRequest arms a fault for the next chunk any client sends. With
 // forward false the request is lost: its connection is reset before it reaches
 // the server. With forward true the server gets and runs it, and the connection
@@ -151,7 +200,7 @@ func (p *Proxy) accept() {
 			return // closed
 		}
 		p.mu.Lock()
-		down, closed := p.down, p.closed
+		down, closed, hole := p.down, p.closed, p.hole
 		p.stats.Accepted++
 		if down {
 			p.stats.Refused++
@@ -159,6 +208,10 @@ func (p *Proxy) accept() {
 		p.mu.Unlock()
 		if down || closed {
 			resetConn(c)
+			continue
+		}
+		if hole {
+			p.sink(c)
 			continue
 		}
 		s, err := net.DialTimeout("tcp", p.upstream, 5*time.Second)
@@ -174,6 +227,18 @@ func (p *Proxy) accept() {
 		go p.toServer(l)
 		go p.toClient(l)
 	}
+}
+
+// sink keeps c, accepted into a blackhole, open and drops all it sends.
+func (p *Proxy) sink(c net.Conn) {
+	l := &link{client: c, closed: make(chan struct{})}
+	l.blackholed.Store(true)
+	p.mu.Lock()
+	p.links[l] = struct{}{}
+	p.stats.Blackholed++
+	p.mu.Unlock()
+	p.wg.Add(1)
+	go p.toServer(l)
 }
 
 // takeTrap returns the armed fault, disarming it.
@@ -194,6 +259,10 @@ func (p *Proxy) toServer(l *link) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := l.client.Read(buf)
+		if n > 0 && l.blackholed.Load() {
+			p.swallowed()
+			n = 0
+		}
 		if n > 0 {
 			p.mu.Lock()
 			p.stats.Requests++
@@ -221,17 +290,30 @@ func (p *Proxy) toServer(l *link) {
 
 func (p *Proxy) toClient(l *link) {
 	defer p.wg.Done()
-	defer p.drop(l)
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := l.server.Read(buf)
+		if l.blackholed.Load() {
+			if n > 0 {
+				p.swallowed()
+			}
+			if err != nil {
+				// The server hung up, but a dead peer would never tell the
+				// client: the link ends when the client's side does.
+				_ = l.server.Close()
+				return
+			}
+			continue
+		}
 		if n > 0 {
 			if tr := l.dropResponse.Swap(nil); tr != nil {
 				close(tr.fired)
 				l.reset()
+				p.drop(l)
 				return
 			}
 			if _, werr := l.client.Write(buf[:n]); werr != nil {
+				p.drop(l)
 				return
 			}
 		}
@@ -239,6 +321,7 @@ func (p *Proxy) toClient(l *link) {
 			if !errors.Is(err, io.EOF) {
 				l.reset()
 			}
+			p.drop(l)
 			return
 		}
 	}
@@ -282,7 +365,9 @@ func (l *link) close(rst bool) {
 		} else {
 			_ = l.client.Close()
 		}
-		_ = l.server.Close()
+		if l.server != nil {
+			_ = l.server.Close()
+		}
 		close(l.closed)
 	})
 }

@@ -2,6 +2,7 @@ package faultproxy_test
 
 import (
 	"bufio"
+	"errors"
 	"io"
 	"net"
 	"sync"
@@ -182,5 +183,67 @@ func TestDisarm(t *testing.T) {
 	}
 	if p.Disarm() {
 		t.Error("Disarm found a fault armed twice")
+	}
+}
+
+// silent reports whether c stays open and answers nothing within d: a read
+// times out rather than seeing data, a reset or an end.
+func silent(t *testing.T, c net.Conn, r *bufio.Reader, d time.Duration) {
+	t.Helper()
+	if _, err := io.WriteString(c, "into the hole\n"); err != nil {
+		t.Fatalf("write to a blackholed connection: %v, want it to succeed", err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(d))
+	line, err := r.ReadString('\n')
+	var ne net.Error
+	if !errors.As(err, &ne) || !ne.Timeout() {
+		t.Fatalf("read from a blackholed connection: %q, %v; want a timeout", line, err)
+	}
+}
+
+func TestBlackholeOpen(t *testing.T) {
+	s, p := setup(t)
+	c, r := dial(t, p)
+	if _, err := roundTrip(c, r, "warm"); err != nil {
+		t.Fatal(err)
+	}
+	if n := p.BlackholeOpen(); n != 1 {
+		t.Fatalf("BlackholeOpen silenced %d connections, want 1", n)
+	}
+	silent(t, c, r, 200*time.Millisecond)
+	if n := s.received(); n != 1 {
+		t.Fatalf("server got %d lines, want only the warm-up", n)
+	}
+	// The database still answers a new connection.
+	c2, r2 := dial(t, p)
+	if got, err := roundTrip(c2, r2, "fresh"); err != nil || got != "fresh\n" {
+		t.Fatalf("new connection after BlackholeOpen: %q, %v", got, err)
+	}
+	if st := p.Stats(); st.Blackholed != 1 || st.Swallowed != 1 || st.Resets != 0 {
+		t.Errorf("stats %+v: want 1 blackholed, 1 chunk swallowed, no reset", st)
+	}
+}
+
+func TestSetBlackhole(t *testing.T) {
+	s, p := setup(t)
+	c, r := dial(t, p)
+	if _, err := roundTrip(c, r, "warm"); err != nil {
+		t.Fatal(err)
+	}
+	p.SetBlackhole(true)
+	silent(t, c, r, 200*time.Millisecond)
+	c2, r2 := dial(t, p) // accepted, as a host behind a firewall would not be known dead
+	silent(t, c2, r2, 200*time.Millisecond)
+	if n := s.received(); n != 1 {
+		t.Fatalf("server got %d lines, want only the warm-up", n)
+	}
+	p.SetBlackhole(false)
+	c3, r3 := dial(t, p)
+	if got, err := roundTrip(c3, r3, "back"); err != nil || got != "back\n" {
+		t.Fatalf("after the blackhole: %q, %v", got, err)
+	}
+	silent(t, c, r, 50*time.Millisecond) // what was silenced stays silent
+	if st := p.Stats(); st.Blackholed != 2 || st.Resets != 0 {
+		t.Errorf("stats %+v: want 2 blackholed, no reset", st)
 	}
 }

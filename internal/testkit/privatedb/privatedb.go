@@ -1,7 +1,9 @@
 // Package privatedb runs database servers of its own: MariaDB and PostgreSQL
 // (own port, socket and data directory), so that a test can restart a database
 // without disturbing the shared server that other tests use at the same time,
-// and Redis, for a run whose keys no other test can touch.
+// and Redis, for a run whose keys no other test can touch. For the topology
+// tests it also runs a MariaDB Galera cluster on loopback ports and a pgbouncer
+// in front of a PostgreSQL database.
 package privatedb
 
 import (

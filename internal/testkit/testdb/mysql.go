@@ -102,20 +102,29 @@ func NewTable(t testing.TB, db *sql.DB) string {
 	return newTable(t, db, "mysql/0001_create_shedlock.up.sql")
 }
 
-// newTable runs a store's first migration under a name no other test uses, and
-// drops the table when t ends.
-func newTable(t testing.TB, db *sql.DB, migration string) string {
+// NewFencedTable is NewTable with migration 0002 applied too: the table has the
+// fence column.
+func NewFencedTable(t testing.TB, db *sql.DB) string {
+	t.Helper()
+	return newTable(t, db, "mysql/0001_create_shedlock.up.sql", "mysql/0002_add_fence.up.sql")
+}
+
+// newTable runs a store's migrations, in order, under a name no other test
+// uses, and drops the table when t ends.
+func newTable(t testing.TB, db *sql.DB, migrationFiles ...string) string {
 	t.Helper()
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	name := "shedlock_t_" + hex.EncodeToString(b[:])
-	ddl, err := migrations.FS.ReadFile(migration)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stmt := strings.Replace(string(ddl), "shedlock", name, 1)
-	if _, err := db.ExecContext(context.Background(), stmt); err != nil {
-		t.Fatalf("create table %s: %v", name, err)
+	for _, migration := range migrationFiles {
+		ddl, err := migrations.FS.ReadFile(migration)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stmt := strings.Replace(string(ddl), "shedlock", name, 1)
+		if _, err := db.ExecContext(context.Background(), stmt); err != nil {
+			t.Fatalf("create table %s: %v", name, err)
+		}
 	}
 	t.Cleanup(func() {
 		_, _ = db.ExecContext(context.Background(), "DROP TABLE IF EXISTS "+name)

@@ -114,3 +114,10 @@ func NewPostgresTable(t testing.TB, db *sql.DB) string {
 	t.Helper()
 	return newTable(t, db, "postgres/0001_create_shedlock.up.sql")
 }
+
+// NewFencedPostgresTable is NewPostgresTable with migration 0002 applied too:
+// the table has the fence column.
+func NewFencedPostgresTable(t testing.TB, db *sql.DB) string {
+	t.Helper()
+	return newTable(t, db, "postgres/0001_create_shedlock.up.sql", "postgres/0002_add_fence.up.sql")
+}

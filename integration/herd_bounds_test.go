@@ -1,0 +1,136 @@
+package integration_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/shedlock-go/shedlock"
+	"github.com/shedlock-go/shedlock/internal/testkit/testdb"
+)
+
+// holdAll writes names' rows held until 2037 by another owner, so that every
+// attempt on them by the pod under test fails, as most of a herd's attempts do.
+func holdAll(t *testing.T, db *sql.DB, table string, names []string) {
+	t.Helper()
+	for lo := 0; lo < len(names); lo += 500 {
+		batch := names[lo:min(lo+500, len(names))]
+		args := make([]any, len(batch))
+		for i, n := range batch {
+			args[i] = n
+		}
+		_, err := db.Exec("INSERT INTO "+table+" (name, lock_until, locked_at, locked_by) VALUES "+
+			strings.TrimSuffix(strings.Repeat("(?, '2037-01-01', '2000-01-01', 'holder'), ", len(batch)), ", "), args...)
+		require.NoError(t, err)
+	}
+}
+
+func jobNames(prefix string, n int) []string {
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("%s-%d", prefix, i)
+	}
+	return names
+}
+
+// runAll runs every name at once on ex, one goroutine each, as a cron
+// scheduler fires a tick's jobs, and returns the errors; entered counts the
+// goroutines about to call Run.
+func runAll(ex *shedlock.Executor, names []string, entered *atomic.Int64) []error {
+	var wg sync.WaitGroup
+	errs := make([]error, len(names))
+	for i, n := range names {
+		wg.Go(func() {
+			entered.Add(1)
+			_, errs[i] = ex.Run(context.Background(), shedlock.LockConfig{Name: n, LockAtMostFor: time.Minute},
+				func(context.Context) error { return nil })
+		})
+	}
+	wg.Wait()
+	return errs
+}
+
+// With database/sql's default pool (no limit), a pod's attempts at one tick
+// would open a connection each; the executor keeps them to its bound: the
+// pool's size where it has one, else 8, else WithMaxInFlight.
+func TestExecutorBoundsConnections(t *testing.T) {
+	t.Parallel()
+	admin := testdb.Open(t, nil)
+	table := testdb.NewTable(t, admin)
+	names := jobNames("job", 40) // enough to open many connections, few enough for a shared server
+	holdAll(t, admin, table, names)
+	for _, tc := range []struct {
+		name string
+		pool int // MaxOpenConns; 0: unlimited
+		opts []shedlock.ExecutorOption
+		want int
+	}{
+		{"UnlimitedPoolDefault", 0, nil, 8},
+		{"UnlimitedPoolOption", 0, []shedlock.ExecutorOption{shedlock.WithMaxInFlight(3)}, 3},
+		{"PoolOfFive", 5, nil, 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := testdb.Open(t, nil)
+			db.SetMaxOpenConns(tc.pool)
+			db.SetMaxIdleConns(1000) // every connection opened stays open, to be counted
+			ex := shedlock.NewExecutor(newMySQLProvider(t, db, shedlock.WithTableName(table)), tc.opts...)
+			for _, err := range runAll(ex, names, new(atomic.Int64)) {
+				require.NoError(t, err)
+			}
+			assert.LessOrEqual(t, db.Stats().OpenConnections, tc.want, "connections opened by one pod's tick")
+		})
+	}
+}
+
+// The winner's release waits in the same pool as its own pod's attempts; it
+// must not wait behind them, or it runs out of its timeout and the lock stays
+// held until LockAtMostFor: the next tick would miss the job.
+func TestReleaseNotStarvedByOwnAttempts(t *testing.T) {
+	t.Parallel()
+	admin := testdb.Open(t, nil)
+	table := testdb.NewTable(t, admin)
+	names := jobNames("held", 3000)
+	holdAll(t, admin, table, names)
+	db := testdb.Open(t, nil)
+	db.SetMaxOpenConns(2)
+	db.SetMaxIdleConns(2)
+	ex := shedlock.NewExecutor(newMySQLProvider(t, db, shedlock.WithTableName(table)),
+		shedlock.WithReleaseTimeout(50*time.Millisecond), shedlock.WithAcquireTimeout(time.Minute))
+
+	started, finish := make(chan struct{}), make(chan struct{})
+	type result struct {
+		ran bool
+		err error
+	}
+	winner := make(chan result, 1)
+	go func() {
+		ran, err := ex.Run(context.Background(), shedlock.LockConfig{Name: "winner", LockAtMostFor: time.Minute},
+			func(context.Context) error { close(started); <-finish; return nil })
+		winner <- result{ran, err}
+	}()
+	<-started
+	herd := make(chan []error, 1)
+	var entered atomic.Int64
+	go func() { herd <- runAll(ex, names, &entered) }()
+	// The task returns once the whole herd is waiting to send its attempts.
+	require.Eventually(t, func() bool { return entered.Load() == int64(len(names)) }, 10*time.Second, time.Millisecond)
+	close(finish)
+	r := <-winner
+	require.NoError(t, r.err, "the release must not wait behind the pod's attempts")
+	assert.True(t, r.ran)
+	for _, err := range <-herd {
+		require.NoError(t, err)
+	}
+	other := newMySQLProvider(t, testdb.Open(t, nil), shedlock.WithTableName(table))
+	l, err := other.TryLock(context.Background(), shedlock.LockConfig{Name: "winner", LockAtMostFor: time.Minute})
+	require.NoError(t, err, "released: the next tick takes it")
+	require.NoError(t, l.Unlock(context.Background()))
+}

@@ -1,0 +1,312 @@
+package integration_test
+
+import (
+	"context"
+	"log/slog"
+	"path/filepath"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/robfig/cron/v3"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/shedlock-go/shedlock"
+	"github.com/shedlock-go/shedlock/internal/testkit/testdb"
+	"github.com/shedlock-go/shedlock/shedlocktest"
+)
+
+// scheduleStore makes providers on one fresh table of a store, each on a pool
+// of its own, as pods would.
+type scheduleStore struct {
+	name  string
+	table func(t *testing.T) func(t *testing.T) shedlock.LockProvider
+}
+
+var scheduleStores = []scheduleStore{
+	{"MySQL", func(t *testing.T) func(t *testing.T) shedlock.LockProvider {
+		table := testdb.NewTable(t, testdb.Open(t, nil))
+		return func(t *testing.T) shedlock.LockProvider {
+			p, err := shedlock.NewMySQLProvider(testdb.Open(t, nil), shedlock.WithTableName(table))
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = p.Close() })
+			return p
+		}
+	}},
+	{"PostgreSQL", func(t *testing.T) func(t *testing.T) shedlock.LockProvider {
+		table := testdb.NewPostgresTable(t, testdb.OpenPostgres(t, testdb.PGX, nil))
+		return func(t *testing.T) shedlock.LockProvider {
+			p, err := shedlock.NewPostgresProvider(testdb.OpenPostgres(t, testdb.PGX, nil), shedlock.WithTableName(table))
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = p.Close() })
+			return p
+		}
+	}},
+	{"SQLite", func(t *testing.T) func(t *testing.T) shedlock.LockProvider {
+		file := filepath.Join(t.TempDir(), "locks.db")
+		require.NoError(t, newSQLiteProvider(t, openSQLite(t, file, shedlock.SQLiteDSNParams)).EnsureTable(context.Background()))
+		return func(t *testing.T) shedlock.LockProvider {
+			return newSQLiteProvider(t, openSQLite(t, file, shedlock.SQLiteDSNParams))
+		}
+	}},
+}
+
+// skewedParser parses as cron.WithSeconds() does, for a pod whose clock is skew
+// ahead of the true time (behind, for a negative skew): it fires each time
+// skew early.
+type skewedParser struct{ skew time.Duration }
+
+func (p skewedParser) Parse(spec string) (cron.Schedule, error) {
+	s, err := cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor).Parse(spec)
+	return skewedSchedule{s, p.skew}, err
+}
+
+type skewedSchedule struct {
+	s    cron.Schedule
+	skew time.Duration
+}
+
+func (s skewedSchedule) Next(t time.Time) time.Time { return s.s.Next(t.Add(s.skew)).Add(-s.skew) }
+
+// runLog records when each pod ran the job.
+type runLog struct {
+	mu   sync.Mutex
+	runs []podRun
+}
+
+type podRun struct {
+	pod int
+	at  time.Time
+}
+
+func (l *runLog) task(pod int) func(context.Context) error {
+	return func(context.Context) error {
+		l.mu.Lock()
+		l.runs = append(l.runs, podRun{pod, time.Now()})
+		l.mu.Unlock()
+		return nil
+	}
+}
+
+func (l *runLog) snapshot() []podRun {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := append([]podRun(nil), l.runs...)
+	sort.Slice(out, func(i, j int) bool { return out[i].at.Before(out[j].at) })
+	return out
+}
+
+// schedulePod is one instance: a cron of its own, an executor on a provider of
+// its own. register adds the job, by Schedule or by WithLock.
+type schedulePod struct {
+	c  *cron.Cron
+	ex *shedlock.Executor
+}
+
+func newSchedulePod(t *testing.T, p shedlock.LockProvider, skew time.Duration) *schedulePod {
+	quiet := shedlock.WithExecutorLogger(slog.New(slog.DiscardHandler))
+	pod := &schedulePod{c: cron.New(cron.WithParser(skewedParser{skew})), ex: shedlock.NewExecutor(warmProvider(t, p), quiet)}
+	t.Cleanup(func() {
+		_ = pod.ex.Stop(context.Background())
+		<-pod.c.Stop().Done()
+	})
+	return pod
+}
+
+// How a pod adds the job: with Schedule, or with WithLock and LockAtLeastFor 0.
+type addJob func(t *testing.T, pod *schedulePod, spec string, cfg shedlock.LockConfig, task func(context.Context) error)
+
+func bySchedule(t *testing.T, pod *schedulePod, spec string, cfg shedlock.LockConfig, task func(context.Context) error) {
+	_, err := pod.ex.Schedule(pod.c, spec, cfg, task)
+	require.NoError(t, err)
+}
+
+func byWithLock(t *testing.T, pod *schedulePod, spec string, cfg shedlock.LockConfig, task func(context.Context) error) {
+	_, err := pod.c.AddJob(spec, pod.ex.WithLock(cfg.Name, cfg.LockAtMostFor, 0)(shedlock.JobFunc(task)))
+	require.NoError(t, err)
+}
+
+// everyOffset runs `@every 2s` on two pods whose crons start one second apart,
+// for about span, and returns the runs.
+func everyOffset(t *testing.T, newProvider func(t *testing.T) shedlock.LockProvider, add addJob, span time.Duration) []podRun {
+	var log runLog
+	cfg := shedlock.LockConfig{Name: "every", LockAtMostFor: 10 * time.Second}
+	pods := []*schedulePod{newSchedulePod(t, newProvider(t), 0), newSchedulePod(t, newProvider(t), 0)}
+	for i, pod := range pods {
+		add(t, pod, "@every 2s", cfg, log.task(i))
+	}
+	start := startSecondApart(pods[0].c, pods[1].c)
+	time.Sleep(span - time.Since(start))
+	for _, pod := range pods {
+		<-pod.c.Stop().Done()
+	}
+	return log.snapshot()
+}
+
+// startSecondApart starts first 200ms after a whole second and second one
+// second later, and returns when first started. robfig/cron's @every fires on
+// whole seconds counted from the start, so crons started 1.1s apart at x.95
+// would fire on the same seconds: the offset has to be set on the second.
+func startSecondApart(first, second *cron.Cron) time.Time {
+	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(1200 * time.Millisecond)))
+	start := time.Now()
+	first.Start()
+	time.Sleep(time.Until(start.Add(time.Second)))
+	second.Start()
+	return start
+}
+
+// Two pods whose `@every 2s` schedules start one second apart run the job about once
+// per 2s between them with Schedule; with WithLock and LockAtLeastFor 0 each
+// runs it every 2s, twice the rate.
+func TestScheduleEveryOffset(t *testing.T) {
+	if testing.Short() {
+		t.Skip("timed schedule run skipped in -short mode")
+	}
+	t.Parallel()
+	const span = 11300 * time.Millisecond // @every 2s from t=0 and t=1: fires at 2..10 and 3..11
+	for _, s := range scheduleStores {
+		t.Run(s.name, func(t *testing.T) {
+			t.Parallel()
+			newProvider := s.table(t)
+			runs := everyOffset(t, newProvider, bySchedule, span)
+			t.Logf("Schedule: %d runs in %v: %v", len(runs), span, describeRuns(runs))
+			// Five periods of 2s: five runs, give or take the one at the edge.
+			assert.GreaterOrEqual(t, len(runs), 4)
+			assert.LessOrEqual(t, len(runs), 6)
+			for i := 1; i < len(runs); i++ {
+				assert.Greater(t, runs[i].at.Sub(runs[i-1].at), 1500*time.Millisecond,
+					"two runs within one period: %v", describeRuns(runs))
+			}
+
+			other := s.table(t)
+			withLock := everyOffset(t, other, byWithLock, span)
+			t.Logf("WithLock, LockAtLeastFor 0: %d runs in %v: %v", len(withLock), span, describeRuns(withLock))
+			assert.GreaterOrEqual(t, len(withLock), 8, "WithLock with LockAtLeastFor 0 runs once per pod per period")
+		})
+	}
+}
+
+// fixedTimes runs "*/2 * * * * *" (every even second) on three pods whose
+// clocks are 150ms behind, right, and 150ms ahead, for about span, and returns
+// the runs. The pod ahead, which fires first, stops after a third of span, the
+// pod on time after two thirds: the pods left must run every fire time.
+func fixedTimes(t *testing.T, newProvider func(t *testing.T) shedlock.LockProvider, add addJob, span time.Duration) []podRun {
+	var log runLog
+	cfg := shedlock.LockConfig{Name: "fixed", LockAtMostFor: 10 * time.Second}
+	var pods []*schedulePod
+	for i, skew := range []time.Duration{-150 * time.Millisecond, 0, 150 * time.Millisecond} {
+		pod := newSchedulePod(t, newProvider(t), skew)
+		add(t, pod, "*/2 * * * * *", cfg, log.task(i))
+		pods = append(pods, pod)
+	}
+	for _, pod := range pods {
+		pod.c.Start()
+	}
+	for i := 2; i >= 0; i-- {
+		time.Sleep(span / 3)
+		<-pods[i].c.Stop().Done()
+	}
+	return log.snapshot()
+}
+
+// fireTimes counts runs per fire time: the even second each run is nearest.
+func fireTimes(runs []podRun) (first, last time.Time, counts map[time.Time]int) {
+	counts = map[time.Time]int{}
+	for _, r := range runs {
+		fire := r.at.Round(2 * time.Second)
+		counts[fire]++
+		if first.IsZero() || fire.Before(first) {
+			first = fire
+		}
+		if fire.After(last) {
+			last = fire
+		}
+	}
+	return first, last, counts
+}
+
+// Three pods with clocks 300ms apart fire every even second: with Schedule
+// each fire time runs exactly once, none twice and none skipped, also as the
+// pods stop one by one; with WithLock and LockAtLeastFor 0 most run on every
+// pod.
+func TestScheduleFixedTimes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("timed schedule run skipped in -short mode")
+	}
+	t.Parallel()
+	const span = 12 * time.Second
+	for _, s := range scheduleStores {
+		t.Run(s.name, func(t *testing.T) {
+			t.Parallel()
+			runs := fixedTimes(t, s.table(t), bySchedule, span)
+			first, last, counts := fireTimes(runs)
+			t.Logf("Schedule: %d runs, %d fire times: %v", len(runs), len(counts), describeRuns(runs))
+			require.NotEmpty(t, runs)
+			for fire := first; !fire.After(last); fire = fire.Add(2 * time.Second) {
+				assert.Equal(t, 1, counts[fire], "runs of the fire time %s", fire.Format("15:04:05"))
+			}
+			assert.GreaterOrEqual(t, len(counts), 4)
+
+			withLock := fixedTimes(t, s.table(t), byWithLock, span)
+			_, _, wlCounts := fireTimes(withLock)
+			t.Logf("WithLock, LockAtLeastFor 0: %d runs, %d fire times: %v", len(withLock), len(wlCounts), describeRuns(withLock))
+			assert.Greater(t, len(withLock), len(wlCounts), "WithLock with LockAtLeastFor 0 runs some fire times twice")
+		})
+	}
+}
+
+// describeRuns lists runs as pod@seconds.millis, for logs.
+func describeRuns(runs []podRun) []string {
+	out := make([]string, len(runs))
+	for i, r := range runs {
+		out[i] = string(rune('A'+r.pod)) + "@" + r.at.Format("05.000")
+	}
+	return out
+}
+
+// Schedule refuses what it cannot keep its promise with, adds nothing to the
+// cron then, and leaves the name free for a corrected call.
+func TestScheduleRefuses(t *testing.T) {
+	t.Parallel()
+	noop := func(context.Context) error { return nil }
+	cfg := shedlock.LockConfig{Name: "job", LockAtMostFor: time.Minute}
+	ex := shedlock.NewExecutor(shedlocktest.NewMemoryStore().Provider("a"))
+	c := cron.New()
+	for _, tc := range []struct {
+		name string
+		c    *cron.Cron
+		spec string
+		cfg  shedlock.LockConfig
+		task func(context.Context) error
+		opts []shedlock.JobOption
+		want error
+	}{
+		{"nil cron", nil, "@hourly", cfg, noop, nil, shedlock.ErrInvalidJob},
+		{"nil task", c, "@hourly", cfg, nil, nil, shedlock.ErrInvalidJob},
+		{"LockAtLeastFor", c, "@hourly", shedlock.LockConfig{Name: "job", LockAtMostFor: time.Minute, LockAtLeastFor: time.Second}, noop, nil, shedlock.ErrInvalidConfig},
+		{"LockAtMostFor within the skew", c, "@hourly", shedlock.LockConfig{Name: "job", LockAtMostFor: 500 * time.Millisecond}, noop, nil, shedlock.ErrInvalidConfig},
+		{"LockAtMostFor within ClockSkew", c, "@hourly", cfg, noop, []shedlock.JobOption{shedlock.ClockSkew(time.Minute)}, shedlock.ErrInvalidConfig},
+		{"negative ClockSkew", c, "@hourly", cfg, noop, []shedlock.JobOption{shedlock.ClockSkew(-time.Second)}, shedlock.ErrInvalidOption},
+		{"nil option", c, "@hourly", cfg, noop, []shedlock.JobOption{nil}, shedlock.ErrInvalidOption},
+		{"bad spec", c, "every hour", cfg, noop, nil, shedlock.ErrInvalidConfig},
+		{"seconds without WithSeconds", c, "*/2 * * * * *", cfg, noop, nil, shedlock.ErrInvalidConfig},
+		{"bad name", c, "@hourly", shedlock.LockConfig{LockAtMostFor: time.Minute}, noop, nil, shedlock.ErrInvalidConfig},
+	} {
+		_, err := ex.Schedule(tc.c, tc.spec, tc.cfg, tc.task, tc.opts...)
+		assert.ErrorIs(t, err, tc.want, tc.name)
+	}
+	assert.Empty(t, c.Entries(), "nothing added on error")
+	_, err := ex.Schedule(c, "@hourly", cfg, noop, shedlock.ClockSkew(time.Second))
+	require.NoError(t, err, "the name is still free")
+	assert.Len(t, c.Entries(), 1)
+	_, err = ex.Schedule(c, "@daily", cfg, noop)
+	assert.ErrorIs(t, err, shedlock.ErrDuplicateName)
+
+	require.NoError(t, ex.Stop(context.Background()))
+	_, err = ex.Schedule(c, "@hourly", shedlock.LockConfig{Name: "late", LockAtMostFor: time.Minute}, noop)
+	assert.ErrorIs(t, err, shedlock.ErrStopped)
+	assert.Len(t, c.Entries(), 1)
+}

@@ -1,0 +1,126 @@
+package sqlstore
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeStore is a Store in memory that counts the statements sent. With upserts
+// set, its Insert also takes a free existing row, as PostgreSQL's INSERT ... ON
+// CONFLICT DO UPDATE does.
+type fakeStore struct {
+	mu      sync.Mutex
+	rows    map[string]string // name -> token holding it; "" when free
+	sent    int
+	updates int
+	upserts bool
+	fence   int64 // the last fencing token given
+	keyFunc func(string) string
+
+	// admin: the one row "job", whose locked_by is "pod-<holder>"; it changes
+	// hands before each of the first moves Clears.
+	holder, moves, clears int
+}
+
+func newFakeStore() *fakeStore {
+	return &fakeStore{rows: map[string]string{}, keyFunc: func(s string) string { return s }}
+}
+
+func (s *fakeStore) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sent
+}
+
+func (s *fakeStore) Caps() Caps    { return Caps{Upserts: s.upserts, TimeUnit: time.Millisecond} }
+func (s *fakeStore) Table() string { return "shedlock" }
+
+func (a Args) strings() (name, token string) { return a.Name.(string), a.Token.(string) }
+
+func (s *fakeStore) Insert(_ context.Context, a Args, _ time.Duration) (Grant, error) {
+	name, token := a.strings()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sent++
+	if held, ok := s.rows[name]; ok && (!s.upserts || held != "") {
+		return Grant{}, nil
+	}
+	s.rows[name] = token
+	s.fence++
+	return Grant{OK: true, Fence: s.fence}, nil
+}
+
+func (s *fakeStore) Update(_ context.Context, a Args, _ time.Duration) (Grant, error) {
+	name, token := a.strings()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sent++
+	s.updates++
+	if held, ok := s.rows[name]; !ok || held != "" {
+		return Grant{}, nil
+	}
+	s.rows[name] = token
+	s.fence++
+	return Grant{OK: true, Fence: s.fence}, nil
+}
+
+func (s *fakeStore) Release(_ context.Context, a Args, _ time.Duration) (bool, error) {
+	name, token := a.strings()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sent++
+	if s.rows[name] != token {
+		return false, nil
+	}
+	s.rows[name] = ""
+	return true, nil
+}
+
+func (s *fakeStore) Extend(_ context.Context, a Args, _ time.Duration) (bool, error) {
+	name, token := a.strings()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sent++
+	return s.rows[name] == token, nil
+}
+
+func (s *fakeStore) NameKey(_ context.Context, name string) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sent++
+	return s.keyFunc(name), nil
+}
+
+func (s *fakeStore) Ready(context.Context) error       { return nil }
+func (s *fakeStore) Probe(context.Context) error       { return nil }
+func (s *fakeStore) EnsureTable(context.Context) error { return nil }
+func (s *fakeStore) Close() error                      { return nil }
+
+func (s *fakeStore) LockRows(_ context.Context, name string) ([]Row, error) {
+	if name != "job" {
+		return nil, nil
+	}
+	by := "pod-" + string(rune('0'+s.holder))
+	return []Row{{Info: Info{Name: "job", LockedBy: by, Held: true}, LockedAtKey: int64(s.holder)}}, nil
+}
+
+func (s *fakeStore) Clear(_ context.Context, r Row) (bool, error) {
+	s.clears++
+	if s.moves > 0 {
+		s.moves--
+		s.holder++
+		return false, nil
+	}
+	return r.LockedAtKey == int64(s.holder), nil
+}
+
+func testEngine(t *testing.T, store Store) *Engine {
+	t.Helper()
+	return NewEngine(store, Config{
+		LockedBy: "test#0000", Logger: slog.Default(), Retries: 3, Backoff: time.Millisecond,
+		CheckDurations: func(string, time.Duration, time.Duration) error { return nil },
+	})
+}

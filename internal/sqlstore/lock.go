@@ -1,0 +1,149 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/shedlock-go/shedlock/internal/lockerr"
+)
+
+// Lock is one acquisition by a SQL provider.
+type Lock struct {
+	e     *Engine
+	name  string
+	args  Args          // the name and this acquisition's token
+	fence int64         // the fencing token; 0 for none
+	turn  chan struct{} // one Unlock or Extend at a time; waiting ends with ctx
+
+	leastFor time.Duration // guarded by turn
+	done     error         // why the lock is no longer held: released or found lost; guarded by turn
+
+	taken time.Time    // when the acquiring statement was sent, with the monotonic clock
+	ends  atomic.Int64 // when the lock ends, as nanoseconds after taken
+}
+
+func (e *Engine) grant(name string, args Args, fence int64, sent time.Time, mostFor, leastFor time.Duration) *Lock {
+	l := &Lock{e: e, name: name, args: args, fence: fence, leastFor: ceilMillis(leastFor), turn: make(chan struct{}, 1), taken: sent}
+	l.ends.Store(int64(mostFor - endMargin(mostFor)))
+	return l
+}
+
+// Fence returns the acquisition's fencing token, which Extend keeps; ok is
+// false when the table has no fence column.
+func (l *Lock) Fence() (fence int64, ok bool) { return l.fence, l.fence != 0 }
+
+func (l *Lock) take(ctx context.Context) error {
+	select {
+	case l.turn <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("shedlock: lock %q: %w", l.name, context.Cause(ctx))
+	}
+}
+
+func (l *Lock) give() { <-l.turn }
+
+// errReleased is why a released lock is no longer held.
+var errReleased = errors.New("it was released")
+
+// Unlock releases the lock, keeping it until LockAtLeastFor after it was taken. A
+// failed statement is retried; when every try fails the error wraps
+// lockerr.ReleaseFailed and the lock stays until its lock_until.
+func (l *Lock) Unlock(ctx context.Context) error {
+	if err := l.take(ctx); err != nil {
+		return fmt.Errorf("%w: %w", lockerr.ReleaseFailed, err)
+	}
+	defer l.give()
+	if l.done != nil {
+		return fmt.Errorf("%w: lock %q: %w", lockerr.LockLost, l.name, l.done)
+	}
+	wait := l.e.cfg.Backoff
+	var err error
+	for attempt := 0; ; attempt++ {
+		var ours bool
+		ours, err = statement(l.e, ctx, func(ctx context.Context) (bool, error) { return l.e.store.Release(ctx, l.args, l.leastFor) })
+		if err == nil {
+			l.done = errReleased
+			if !ours {
+				l.done = errors.New("it was taken away before its release")
+				return lockerr.LockLost
+			}
+			return nil
+		}
+		if attempt >= l.e.cfg.Retries || ctx.Err() != nil {
+			break
+		}
+		l.e.cfg.Logger.WarnContext(ctx, "shedlock: release failed, retrying",
+			"lock", l.name, "attempt", attempt+1, "error", err)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+		case <-t.C:
+		}
+		wait *= 2
+	}
+	return fmt.Errorf("%w: lock %q: %w", lockerr.ReleaseFailed, l.name, errors.Join(err, ctx.Err()))
+}
+
+// Extend moves the lock's end to now + lockAtMostFor while it is still ours and
+// unexpired; lockerr.LockLost otherwise. lockAtLeastFor replaces the minimum
+// hold that Unlock keeps, still counted from when the lock was taken.
+func (l *Lock) Extend(ctx context.Context, lockAtMostFor, lockAtLeastFor time.Duration) error {
+	if err := l.e.cfg.CheckDurations(l.name, lockAtMostFor, lockAtLeastFor); err != nil {
+		return err
+	}
+	if err := l.e.CheckEnd(l.name, lockAtMostFor); err != nil {
+		return err
+	}
+	if err := l.take(ctx); err != nil {
+		return err
+	}
+	defer l.give()
+	if l.done != nil {
+		return fmt.Errorf("%w: lock %q: %w", lockerr.LockLost, l.name, l.done)
+	}
+	most := ceilMillis(lockAtMostFor)
+	sent := time.Now()
+	ours, err := statement(l.e, ctx, func(ctx context.Context) (bool, error) { return l.e.store.Extend(ctx, l.args, most) })
+	if err != nil {
+		return fmt.Errorf("shedlock: extend %q: %w", l.name, err)
+	}
+	if !ours {
+		l.done = errors.New("an Extend found it expired or taken")
+		return lockerr.LockLost
+	}
+	l.leastFor = ceilMillis(lockAtLeastFor)
+	l.ends.Store(int64(sent.Sub(l.taken) + most - endMargin(most)))
+	return nil
+}
+
+// endMargin is how much sooner than its LockAtMostFor after the statement was
+// sent CheckHeld takes a lock to have ended: stores count the end from their
+// own now, kept to the millisecond and cut down to it (MySQL's
+// UTC_TIMESTAMP(3)), so the store's end can come a little before the one
+// counted here.
+func endMargin(mostFor time.Duration) time.Duration {
+	return max(min(mostFor/10, 5*time.Second), 2*time.Millisecond)
+}
+
+// CheckHeld reports, without asking the store, whether the lock can still be
+// relied on: nil until it is released, found lost, or past its end.
+func (l *Lock) CheckHeld() error {
+	select {
+	case l.turn <- struct{}{}:
+		done := l.done
+		l.give()
+		if done != nil {
+			return fmt.Errorf("%w: lock %q: %w", lockerr.LockLost, l.name, done)
+		}
+	default: // an Unlock or Extend is under way: judge by the end alone
+	}
+	if time.Since(l.taken) >= time.Duration(l.ends.Load()) {
+		return fmt.Errorf("%w: lock %q", lockerr.LockExpired, l.name)
+	}
+	return nil
+}

@@ -1,0 +1,168 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/shedlock-go/shedlock/internal/lockerr"
+	"github.com/shedlock-go/shedlock/internal/sqlstore"
+)
+
+// column is what information_schema says of one column of the lock table.
+type column struct {
+	name, dataType     string
+	length             int // characters, for char and varchar
+	charset, collation string
+	precision          int // fractional digits, for timestamp and datetime
+}
+
+func (c column) String() string {
+	switch c.dataType {
+	case "char", "varchar":
+		return fmt.Sprintf("%s %s(%d)", c.name, strings.ToUpper(c.dataType), c.length)
+	case "timestamp", "datetime":
+		if c.precision == 0 {
+			return c.name + " " + strings.ToUpper(c.dataType)
+		}
+		return fmt.Sprintf("%s %s(%d)", c.name, strings.ToUpper(c.dataType), c.precision)
+	}
+	return c.name + " " + strings.ToUpper(c.dataType)
+}
+
+// tableInfo is the lock table as the first use finds it.
+type tableInfo struct {
+	display                   string // for messages
+	name, lockUntil, lockedAt column
+	lockedBy                  column
+	padSpace                  bool // the name collation ignores trailing spaces
+	fence                     bool // the fence column of migration 0002 is there
+}
+
+// splitTable splits "schema.table"; schema is nil (the connection's database)
+// for a bare table name.
+func splitTable(table string) (schema any, name string) {
+	if s, t, ok := strings.Cut(table, "."); ok {
+		return s, t
+	}
+	return nil, table
+}
+
+// inspectTable reads the lock table's columns and refuses a table that would
+// break exclusion: lock times cut to the second, or columns of another kind.
+func inspectTable(ctx context.Context, db *sql.DB, table string) (*tableInfo, error) {
+	schema, name := splitTable(table)
+	rows, err := db.QueryContext(ctx, columnsQuery, schema, name)
+	if err != nil {
+		return nil, fmt.Errorf("shedlock: read the columns of table %s: %w", table, err)
+	}
+	defer rows.Close()
+	cols := map[string]column{}
+	for rows.Next() {
+		var c column
+		var charset, collation sql.NullString // NULL, not '', under sql_mode EMPTY_STRING_IS_NULL
+		if err := rows.Scan(&c.name, &c.dataType, &c.length, &charset, &collation, &c.precision); err != nil {
+			return nil, fmt.Errorf("shedlock: read the columns of table %s: %w", table, err)
+		}
+		c.charset, c.collation = charset.String, collation.String
+		cols[c.name] = c
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("shedlock: read the columns of table %s: %w", table, err)
+	}
+	if len(cols) == 0 {
+		return nil, fmt.Errorf("%w: table %s does not exist in the connection's database: create it with "+
+			"EnsureTable or the DDL of migrations/mysql", lockerr.UnsafeStore, table)
+	}
+	t := &tableInfo{display: table}
+	for _, c := range []struct {
+		dst   *column
+		name  string
+		kinds []string
+	}{
+		{&t.name, "name", []string{"varchar", "char"}},
+		{&t.lockUntil, "lock_until", []string{"timestamp", "datetime"}},
+		{&t.lockedAt, "locked_at", []string{"timestamp", "datetime"}},
+		{&t.lockedBy, "locked_by", []string{"varchar", "char"}},
+	} {
+		col, ok := cols[c.name]
+		if !ok {
+			return nil, fmt.Errorf("%w: table %s has no column %s: create it with the DDL of migrations/mysql",
+				lockerr.UnsafeStore, table, c.name)
+		}
+		if !slices.Contains(c.kinds, col.dataType) {
+			return nil, fmt.Errorf("%w: table %s: column %s is %s, want one of %s", lockerr.UnsafeStore, table,
+				c.name, strings.ToUpper(col.dataType), strings.ToUpper(strings.Join(c.kinds, ", ")))
+		}
+		*c.dst = col
+	}
+	if c, ok := cols["fence"]; ok {
+		if c.dataType != "bigint" {
+			return nil, fmt.Errorf("%w: table %s: column %s, want BIGINT, as migration 0002 adds it: fencing "+
+				"tokens are microseconds since 1970", lockerr.UnsafeStore, table, c)
+		}
+		t.fence = true
+	}
+	for _, c := range []column{t.lockUntil, t.lockedAt} {
+		if c.precision < 3 {
+			return nil, fmt.Errorf("%w: table %s: column %s keeps whole seconds, so every lock would end up to "+
+				"a second early; keep milliseconds: ALTER TABLE %s MODIFY %s %s(3) NOT NULL",
+				lockerr.UnsafeStore, table, c, table, c.name, strings.ToUpper(c.dataType))
+		}
+	}
+	for _, c := range []column{t.name, t.lockedBy} {
+		if !sqlstore.IsIdentifier(c.charset) || !sqlstore.IsIdentifier(c.collation) {
+			return nil, fmt.Errorf("%w: table %s: column %s has character set %q and collation %q, "+
+				"which this provider cannot name in SQL", lockerr.UnsafeStore, table, c.name, c.charset, c.collation)
+		}
+	}
+	err = db.QueryRowContext(ctx, fmt.Sprintf("SELECT CONVERT('a' USING %[1]s) COLLATE %[2]s = CONVERT('a ' USING %[1]s) COLLATE %[2]s",
+		t.name.charset, t.name.collation)).Scan(&t.padSpace)
+	if err != nil {
+		return nil, fmt.Errorf("shedlock: read the name column's collation: %w", err)
+	}
+	return t, nil
+}
+
+// exactIn is a SQL test, taking the value twice, that col stores the value as
+// sent: not cut to the column's length, not changed by its character set.
+func exactIn(col column) string {
+	return fmt.Sprintf("CAST(CONVERT(LEFT(CONVERT(? USING %s), %d) USING utf8mb4) AS BINARY) = CAST(? AS BINARY)",
+		col.charset, col.length)
+}
+
+// nameCheck is a query, taking the name three times, for whether the name column
+// stores the name exactly and for the collation's weight of it: two names of
+// equal weight are one row. Under a PAD SPACE collation trailing spaces weigh
+// nothing, which WEIGHT_STRING does not show, so they are trimmed first.
+func (t *tableInfo) nameCheck() string {
+	value := "?"
+	if t.padSpace {
+		value = "TRIM(TRAILING ' ' FROM ?)"
+	}
+	return fmt.Sprintf("SELECT %s, HEX(WEIGHT_STRING(CONVERT(%s USING %s) COLLATE %s))",
+		exactIn(t.name), value, t.name.charset, t.name.collation)
+}
+
+// checkLockedBy refuses a locked_by column that cannot store this provider's
+// tokens exactly: a cut or changed token could match another provider's.
+func (t *tableInfo) checkLockedBy(ctx context.Context, db *sql.DB, lockedBy string) error {
+	longest := lockedBy + ".18446744073709551615"
+	if n := utf8.RuneCountInString(longest); n > t.lockedBy.length {
+		return fmt.Errorf("%w: table %s: column %s is too short for this provider's owner %q (%d characters "+
+			"with the acquisition number); widen it to VARCHAR(255) or give a shorter WithLockedBy",
+			lockerr.UnsafeStore, t.display, t.lockedBy, lockedBy, n)
+	}
+	var exact bool
+	if err := db.QueryRowContext(ctx, "SELECT "+exactIn(t.lockedBy), longest, longest).Scan(&exact); err != nil {
+		return fmt.Errorf("shedlock: check the owner against the locked_by column: %w", err)
+	}
+	if !exact {
+		return fmt.Errorf("%w: table %s: column %s (character set %s) cannot store this provider's owner %q "+
+			"exactly; give a WithLockedBy it can store", lockerr.UnsafeStore, t.display, t.lockedBy, t.lockedBy.charset, lockedBy)
+	}
+	return nil
+}

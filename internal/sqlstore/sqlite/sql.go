@@ -1,0 +1,64 @@
+package sqlite
+
+// The SQLite statements. {t} is the quoted table name. Times are TEXT in UTC, in
+// the fixed-width form 'YYYY-MM-DD HH:MM:SS.SSS' that strftime's %f writes, so
+// that comparing two of them as strings compares the instants. SQLite reads
+// 'now' once per statement, so every 'now' in one statement is the same instant.
+//
+// Each ? duration is a whole number of milliseconds, added to a Julian day
+// number: a number binds without the per-call string that a '+N seconds'
+// modifier would need. The sum is a double, but strftime rounds a Julian day to
+// the nearest millisecond and the sum is off by well under half of one for any
+// date SQLite accepts, so the result is the exact millisecond a modifier gives.
+const (
+	insertSQL = "INSERT OR IGNORE INTO {t} (name, lock_until, locked_at, locked_by) " +
+		"VALUES (?, strftime('%Y-%m-%d %H:%M:%f', julianday('now') + ? / 86400000.0), " +
+		"strftime('%Y-%m-%d %H:%M:%f', 'now'), ?)"
+	updateSQL = "UPDATE {t} SET lock_until = strftime('%Y-%m-%d %H:%M:%f', julianday('now') + ? / 86400000.0), " +
+		"locked_at = strftime('%Y-%m-%d %H:%M:%f', 'now'), locked_by = ? " +
+		"WHERE name = ? AND lock_until <= strftime('%Y-%m-%d %H:%M:%f', 'now')"
+
+	// With a fence column (migration 0002), acquiring also writes the fencing
+	// token and returns it: the larger of the row's last token + 1 and 'now' in
+	// microseconds since 1970 (SQLite's 'now' has milliseconds). The first keeps
+	// tokens increasing when the clock steps back, the second across a row
+	// deleted by hand. Java ShedLock leaves the column as it is; a NULL counts
+	// as 0. RETURNING needs SQLite 3.35.
+	fencedInsertSQL = "INSERT OR IGNORE INTO {t} (name, lock_until, locked_at, locked_by, fence) " +
+		"VALUES (?, strftime('%Y-%m-%d %H:%M:%f', julianday('now') + ? / 86400000.0), " +
+		"strftime('%Y-%m-%d %H:%M:%f', 'now'), ?, " + nowMicros + ") RETURNING fence"
+	fencedUpdateSQL = "UPDATE {t} SET lock_until = strftime('%Y-%m-%d %H:%M:%f', julianday('now') + ? / 86400000.0), " +
+		"locked_at = strftime('%Y-%m-%d %H:%M:%f', 'now'), locked_by = ?, " +
+		"fence = max(coalesce(fence, 0) + 1, " + nowMicros + ") " +
+		"WHERE name = ? AND lock_until <= strftime('%Y-%m-%d %H:%M:%f', 'now') RETURNING fence"
+	nowMicros  = "CAST(round((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000"
+	releaseSQL = "UPDATE {t} SET lock_until = max(strftime('%Y-%m-%d %H:%M:%f', julianday(locked_at) + ? / 86400000.0), " +
+		"strftime('%Y-%m-%d %H:%M:%f', 'now')) WHERE name = ? AND locked_by = ?"
+	extendSQL = "UPDATE {t} SET lock_until = strftime('%Y-%m-%d %H:%M:%f', julianday('now') + ? / 86400000.0) " +
+		"WHERE name = ? AND locked_by = ? AND lock_until > strftime('%Y-%m-%d %H:%M:%f', 'now')"
+
+	// Administration (see Admin). Times are milliseconds since 1970; held and
+	// left are SQLite's view, against its clock.
+	locksSQL = "SELECT name, locked_by, " + lockedAtMillis + ", " + lockUntilMillis + ", " +
+		"lock_until > strftime('%Y-%m-%d %H:%M:%f', 'now'), " +
+		"max(CAST(round((julianday(lock_until) - julianday('now')) * 86400000.0) AS INTEGER), 0) FROM {t}"
+	allLocksSQL = locksSQL + " ORDER BY name"
+	oneLockSQL  = locksSQL + " WHERE name = ?"
+	// Frees the row if it is still as read (the same locked_by, locked_at and
+	// lock_until: not taken since, nor released) and still held or free as read:
+	// the holder's locked_by is replaced, so that its Unlock and Extend find the
+	// lock lost.
+	forceUnlockSQL = "UPDATE {t} SET lock_until = strftime('%Y-%m-%d %H:%M:%f', 'now'), locked_by = ? " +
+		"WHERE name = ? AND locked_by = ? AND " + lockedAtMillis + " = ? AND " + lockUntilMillis + " = ? " +
+		"AND (lock_until > strftime('%Y-%m-%d %H:%M:%f', 'now')) = ?"
+	lockedAtMillis  = "CAST(round((julianday(locked_at) - 2440587.5) * 86400000.0) AS INTEGER)"
+	lockUntilMillis = "CAST(round((julianday(lock_until) - 2440587.5) * 86400000.0) AS INTEGER)"
+	// The health probe: needs the table, its columns and a writable database,
+	// and changes nothing.
+	probeSQL = "UPDATE {t} SET lock_until = lock_until, locked_at = locked_at, locked_by = locked_by WHERE 0"
+
+	// First use: the columns of the table, and the pool's settings.
+	columnsSQL  = "SELECT name FROM pragma_table_info(?)"
+	versionSQL  = "SELECT sqlite_version()"
+	settingsSQL = "SELECT b.timeout, j.journal_mode FROM pragma_busy_timeout AS b, pragma_journal_mode AS j"
+)

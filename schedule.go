@@ -1,0 +1,146 @@
+package shedlock
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/robfig/cron/v3"
+)
+
+// DefaultClockSkew is how far apart Schedule takes the instances' clocks to be
+// at most, unless ClockSkew says otherwise.
+const DefaultClockSkew = 500 * time.Millisecond
+
+// ClockSkew sets, for a job added with Schedule, how far apart the instances'
+// clocks may be, plus how long the acquiring statement may take to reach the
+// store: the bound within which each fire time runs at most once and none is
+// skipped. Default DefaultClockSkew. Other jobs ignore it. d must be >= 0.
+func ClockSkew(d time.Duration) JobOption {
+	return func(o *jobOptions) error {
+		if d < 0 {
+			return fmt.Errorf("%w: ClockSkew(%v): must be >= 0", ErrInvalidOption, d)
+		}
+		o.skew, o.skewSet = d, true
+		return nil
+	}
+}
+
+// Schedule adds task to c under spec (parsed by c's parser) so that each fire
+// time of spec runs at most once across all instances, whatever their start
+// times, with cfg.LockAtLeastFor left at 0.
+//
+// Each run takes the lock as Run does, and holds it, in the store's time, until
+// the skew bound (ClockSkew, default 500ms) before the instance's next fire
+// time: its LockAtLeastFor is next - now - skew, and its LockAtMostFor the
+// larger of that and cfg.LockAtMostFor, so that a holder that dies mid-run
+// frees the lock before the next fire time too. Within the bound this gives:
+//
+//   - At most once per fire time: instances whose clocks differ by less than the
+//     skew bound fire the same time while the first one's lock holds, and find it
+//     held. So do instances whose @every schedules started at different moments:
+//     the holder's lock covers their fire times until just before its own next,
+//     so the job runs once per interval across the fleet, not once per instance.
+//   - None skipped while any instance is up, for fixed-time specs (every fire time
+//     is each instance's): the lock is free the skew bound before the next fire
+//     time on the holder's clock, before any instance fires it. Runs must end
+//     before the next fire time: one still running holds the lock, and that fire
+//     time is skipped, as with WithLock.
+//
+// The bound needs the interval between fire times to exceed twice the skew
+// bound; a run's hold is then at least the interval less the bound. It sends
+// the statements of Run, no more: any table works, Java ShedLock's included.
+//
+// The schedule is the one c parses from spec (robfig/cron has no parser of its
+// own to ask): c.AddJob parses it, and Schedule reads it back with c.Entry. So a
+// cron made with cron.WithSeconds() takes six fields, and cron.WithLocation sets
+// the zone of the fire times.
+//
+// Errors: ErrInvalidConfig for an invalid cfg, a nonzero LockAtLeastFor, a
+// LockAtMostFor not above the skew bound, or a spec c cannot parse;
+// ErrInvalidJob for a nil c or task; ErrInvalidOption for a nil or bad job
+// option or an executor made with one; ErrDuplicateName; ErrStopped. Nothing is
+// added to c on error. Keep-alive follows the executor's setting unless a
+// KeepAlive option says otherwise.
+func (e *Executor) Schedule(c *cron.Cron, spec string, cfg LockConfig,
+	task func(context.Context) error, opts ...JobOption) (cron.EntryID, error) {
+	switch {
+	case c == nil:
+		return 0, fmt.Errorf("%w: lock %q: Schedule: nil *cron.Cron", ErrInvalidJob, cfg.Name)
+	case task == nil:
+		return 0, fmt.Errorf("%w: lock %q: Schedule: nil task", ErrInvalidJob, cfg.Name)
+	case cfg.LockAtLeastFor != 0:
+		return 0, fmt.Errorf("%w: lock %q: LockAtLeastFor must be 0 with Schedule, which holds each run's lock "+
+			"until just before the next fire time itself; got %v", ErrInvalidConfig, cfg.Name, cfg.LockAtLeastFor)
+	}
+	o, err := e.jobOptions(cfg.Name, opts)
+	if err != nil {
+		return 0, err
+	}
+	if !o.skewSet {
+		o.skew = DefaultClockSkew
+	}
+	if cfg.LockAtMostFor <= o.skew {
+		return 0, fmt.Errorf("%w: lock %q: LockAtMostFor (%v) must exceed the clock skew bound (%v): instances "+
+			"that fire within it must find the lock held", ErrInvalidConfig, cfg.Name, cfg.LockAtMostFor, o.skew)
+	}
+	if err := e.register(cfg); err != nil {
+		return 0, err
+	}
+	j := &scheduledJob{e: e, cfg: cfg, task: task, o: o, ready: make(chan struct{})}
+	id, err := c.AddJob(spec, j)
+	if err != nil {
+		e.unregister(cfg.Name)
+		return 0, fmt.Errorf("%w: lock %q: spec %q: %w", ErrInvalidConfig, cfg.Name, spec, err)
+	}
+	j.schedule = c.Entry(id).Schedule
+	close(j.ready)
+	return id, nil
+}
+
+// unregister frees a name that Schedule claimed for a job it could not add.
+func (e *Executor) unregister(name string) {
+	e.mu.Lock()
+	delete(e.names, storeKey(name))
+	e.mu.Unlock()
+}
+
+// scheduledJob is one Schedule'd job, as c runs it.
+type scheduledJob struct {
+	e        *Executor
+	cfg      LockConfig
+	task     func(context.Context) error
+	o        jobOptions
+	ready    chan struct{} // closed once schedule is set: c may fire before AddJob returns
+	schedule cron.Schedule
+}
+
+// Run takes the lock for this fire time, held until just before the next.
+func (j *scheduledJob) Run() {
+	<-j.ready
+	now := time.Now()
+	// The fire time bounds the attempt as for WithLock: one that comes later than
+	// half its hold after the fire time (a pod slow to reach it in a herd) is
+	// skipped, rather than hold the lock past the next fire time.
+	_, _ = j.e.run(ContextWithFireTime(j.e.base, now), j.config(now), j.task, j.o) // run logs what fails
+}
+
+// config is the lock of a run that starts at now: held until the skew bound
+// before the next fire time after now, and at least the job's LockAtMostFor.
+func (j *scheduledJob) config(now time.Time) LockConfig {
+	cfg := j.cfg
+	if j.schedule == nil { // the entry was removed from c before Schedule read it
+		return cfg
+	}
+	next := j.schedule.Next(now)
+	if next.IsZero() {
+		return cfg
+	}
+	hold := next.Sub(now) - j.o.skew
+	if hold <= 0 {
+		return cfg
+	}
+	cfg.LockAtLeastFor = hold.Truncate(time.Millisecond)
+	cfg.LockAtMostFor = max(cfg.LockAtMostFor, cfg.LockAtLeastFor)
+	return cfg
+}
