@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/shedlock-go/shedlock/internal/inflight"
+	"github.com/shedlock-go/shedlock/internal/jobname"
 )
 
 // scriptedProvider answers each name as told (nil error: a lock), records the
@@ -118,11 +119,11 @@ func TestWonLastFollowsOutcomes(t *testing.T) {
 	ex := NewExecutor(p, WithExecutorLogger(slog.New(slog.DiscardHandler)))
 	kind := func() inflight.Kind {
 		t.Helper()
-		_, k, err := ex.enter(storeKey("job"), "job")
+		_, k, err := ex.enter(jobname.Key("job"), "job")
 		if err != nil {
 			t.Fatal(err)
 		}
-		ex.leave(storeKey("job"), false, false)
+		ex.leave(jobname.Key("job"), false, false)
 		return k
 	}
 	for _, step := range []struct {
@@ -144,7 +145,7 @@ func TestWonLastFollowsOutcomes(t *testing.T) {
 	// A name's case, accents and trailing spaces are the store's one row.
 	p.answer("job", nil)
 	runOnce(t, ex, "job")
-	if _, k, _ := ex.enter(storeKey("JÓB "), "JÓB "); k != inflight.WonLast {
+	if _, k, _ := ex.enter(jobname.Key("JÓB "), "JÓB "); k != inflight.WonLast {
 		t.Fatalf("JÓB after job was taken: kind %d, want %d", k, inflight.WonLast)
 	}
 }

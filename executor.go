@@ -12,7 +12,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/shedlock-go/shedlock/internal/eventqueue"
 	"github.com/shedlock-go/shedlock/internal/inflight"
+	"github.com/shedlock-go/shedlock/internal/jobname"
 )
 
 // Executor runs tasks under locks: each run first takes the task's lock, and the
@@ -25,10 +27,10 @@ type Executor struct {
 	acquireTimeout time.Duration
 	keepAlive      bool
 	skipLevel      slog.Level
-	events         *eventQueue   // nil without listeners
-	attempts       atomic.Uint64 // numbers runs for listeners
-	err            error         // a bad option or a nil provider: every call returns it
-	maxInFlight    int           // WithMaxInFlight; 0: the pool's size
+	events         *eventqueue.Queue[Event] // nil without listeners
+	attempts       atomic.Uint64            // numbers runs for listeners
+	err            error                    // a bad option or a nil provider: every call returns it
+	maxInFlight    int                      // WithMaxInFlight; 0: the pool's size
 	slotsOnce      sync.Once
 	slots          *inflight.Slots // bounds statements in flight; see inFlight
 
@@ -38,10 +40,10 @@ type Executor struct {
 	mu      sync.Mutex
 	stopped bool
 	started bool
-	running map[string]string   // storeKey -> name, for names with a Run under way here
-	wonLast map[string]struct{} // storeKeys whose last attempt here took the lock; see inflight.WonLast
+	running map[string]string   // jobname.Key -> name, for names with a Run under way here
+	wonLast map[string]struct{} // jobname.Keys whose last attempt here took the lock; see inflight.WonLast
 	leases  map[*lease]struct{} // tasks running: Stop ends their contexts
-	names   map[string]string   // storeKey -> name registered by WithLock, Wrap and FixedDelay
+	names   map[string]string   // jobname.Key -> name registered by WithLock, Wrap and FixedDelay
 	loops   []*fixedDelayLoop
 	runs    int           // Run calls under way
 	live    int           // Run calls and fixed-delay loops under way
@@ -127,7 +129,7 @@ var errGoexit = errors.New("shedlock: task called runtime.Goexit")
 
 // run is Run on a checked config and task.
 func (e *Executor) run(ctx context.Context, cfg LockConfig, task func(ctx context.Context) error, o jobOptions) (ran bool, err error) {
-	key := storeKey(cfg.Name)
+	key := jobname.Key(cfg.Name)
 	entered, kind, err := e.enter(key, cfg.Name)
 	if err != nil {
 		return false, err
@@ -213,7 +215,7 @@ func (e *Executor) emit(ctx context.Context, ev Event, from time.Time) {
 	if !from.IsZero() {
 		ev.Duration = ev.Time.Sub(from)
 	}
-	e.events.push(ctx, ev)
+	e.events.Push(ctx, ev)
 }
 
 // taskCause is the cause of the task's context if it has ended, else nil.
@@ -283,6 +285,24 @@ func (e *Executor) enter(key, name string) (bool, inflight.Kind, error) {
 		return true, inflight.WonLast, nil
 	}
 	return true, inflight.Attempt, nil
+}
+
+// registerLocked claims name for one job, unless the executor has stopped. e.mu
+// must be held.
+func (e *Executor) registerLocked(name string) error {
+	if e.stopped {
+		return fmt.Errorf("%w: lock %q: registered after Stop", ErrStopped, name)
+	}
+	key := jobname.Key(name)
+	if first, ok := e.names[key]; ok {
+		if first == name {
+			return fmt.Errorf("%w: %q", ErrDuplicateName, name)
+		}
+		return fmt.Errorf("%w: %q is %q to the store (names differing only by case, accents, emoji or trailing spaces are one lock)",
+			ErrDuplicateName, name, first)
+	}
+	e.names[key] = name
+	return nil
 }
 
 // addLease makes l's context end with ErrStopped on Stop, at once if Stop has
@@ -391,7 +411,7 @@ func (e *Executor) Stop(ctx context.Context) error {
 
 	select {
 	case <-e.idle:
-		e.events.wait(ctx)
+		e.events.Wait(ctx)
 		return notStarted
 	case <-ctx.Done():
 	}

@@ -2,8 +2,13 @@ package shedlock
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
 	"strconv"
 	"time"
+
+	"github.com/shedlock-go/shedlock/internal/eventqueue"
 )
 
 // Listener receives what an executor's locks do, for metrics and traces (see the
@@ -183,3 +188,41 @@ type RunID struct {
 
 // String returns the attempt's number within its executor.
 func (id RunID) String() string { return strconv.FormatUint(id.n, 10) }
+
+// newEventQueue returns the executor's delivery to listeners; nil without any.
+func newEventQueue(listeners []Listener, log *slog.Logger) *eventqueue.Queue[Event] {
+	if len(listeners) == 0 {
+		return nil
+	}
+	send := func(ctx context.Context, ev Event) {
+		for _, l := range listeners {
+			sendOne(ctx, log, l, ev)
+		}
+	}
+	dropped := func(ctx context.Context, n uint64) {
+		log.Warn("shedlock: listeners fell behind; events dropped", "dropped", n)
+		send(ctx, Event{Kind: EventDropped, Time: time.Now(), Dropped: n})
+	}
+	return eventqueue.New(placeInRun, send, dropped)
+}
+
+// placeInRun tells the queue an event's run and its place in it (see Event).
+func placeInRun(ev Event) (uint64, eventqueue.Place) {
+	switch ev.Kind {
+	case EventAttempt:
+		return ev.Run.n, eventqueue.First
+	case EventSkipped, EventStoreError, EventReleased, EventReleaseFailed:
+		return ev.Run.n, eventqueue.Last
+	}
+	return ev.Run.n, eventqueue.Within
+}
+
+func sendOne(ctx context.Context, log *slog.Logger, l Listener, ev Event) {
+	defer func() {
+		if r := recover(); r != nil {
+			log.Error("shedlock: listener panicked; the event is lost to it",
+				"lock", ev.Config.Name, "event", ev.Kind.String(), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+		}
+	}()
+	l.OnEvent(ctx, ev)
+}

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/robfig/cron/v3"
+
+	"github.com/shedlock-go/shedlock/internal/jobname"
 )
 
 // DefaultClockSkew is how far apart Schedule takes the instances' clocks to be
@@ -101,7 +103,7 @@ func (e *Executor) Schedule(c *cron.Cron, spec string, cfg LockConfig,
 // unregister frees a name that Schedule claimed for a job it could not add.
 func (e *Executor) unregister(name string) {
 	e.mu.Lock()
-	delete(e.names, storeKey(name))
+	delete(e.names, jobname.Key(name))
 	e.mu.Unlock()
 }
 

@@ -1,18 +1,19 @@
-package shedlock
+// Package jobname gives the form under which lock names are one row to the
+// stores, so that an executor refuses two jobs that would share a lock.
+package jobname
 
 import (
-	"fmt"
 	"strings"
 	"unicode"
 )
 
-// storeKey returns the one form of name that every name the stores may keep in
+// Key returns the one form of name that every name the stores may keep in
 // the same row shares. MySQL's default collations ignore case, accents and
 // trailing spaces (PAD SPACE), and utf8mb4_general_ci weighs every character
 // outside the Basic Multilingual Plane (every emoji) alike: "job", "JOB", "jöb"
 // and "job " are one row, so they are one name to the executor too. Case is
 // folded as strings.EqualFold folds it.
-func storeKey(name string) string {
+func Key(name string) string {
 	return strings.Map(func(r rune) rune { return foldRune(baseLetter(r)) }, strings.TrimRight(name, " "))
 }
 
@@ -41,22 +42,4 @@ func foldRune(r rune) rune {
 		least = min(least, f)
 	}
 	return least
-}
-
-// registerLocked claims name for one job, unless the executor has stopped. e.mu
-// must be held.
-func (e *Executor) registerLocked(name string) error {
-	if e.stopped {
-		return fmt.Errorf("%w: lock %q: registered after Stop", ErrStopped, name)
-	}
-	key := storeKey(name)
-	if first, ok := e.names[key]; ok {
-		if first == name {
-			return fmt.Errorf("%w: %q", ErrDuplicateName, name)
-		}
-		return fmt.Errorf("%w: %q is %q to the store (names differing only by case, accents, emoji or trailing spaces are one lock)",
-			ErrDuplicateName, name, first)
-	}
-	e.names[key] = name
-	return nil
 }
