@@ -81,7 +81,12 @@ func (c PodConfig) task(job string) func(ctx context.Context) error {
 		if ok {
 			lockUntil = started.Add(left).UnixMicro()
 		}
-		res, err := c.DB.ExecContext(ctx, "INSERT INTO "+c.Journal+" (job, pod, pid, started, lock_until) "+
+		// The start is written whatever becomes of the task's context meanwhile:
+		// an INSERT cut off by a graceful stop can still commit, and a run whose
+		// start is recorded must record its end.
+		recordCtx, cancel := context.WithDeadline(context.WithoutCancel(ctx), journalDeadline(ctx))
+		defer cancel()
+		res, err := c.DB.ExecContext(recordCtx, "INSERT INTO "+c.Journal+" (job, pod, pid, started, lock_until) "+
 			"VALUES (?, ?, ?, TIMESTAMPADD(MICROSECOND, ?, '1970-01-01'), TIMESTAMPADD(MICROSECOND, ?, '1970-01-01'))",
 			job, c.Pod, os.Getpid(), started.UnixMicro(), lockUntil)
 		if err != nil {
@@ -109,11 +114,7 @@ func (c PodConfig) task(job string) func(ctx context.Context) error {
 // task's deadline, which the executor sets before the lock's LockAtMostFor ends.
 // A run cancelled by a graceful stop still writes its end before the release.
 func (c PodConfig) journalEnd(ctx context.Context, id int64) error {
-	deadline, ok := ctx.Deadline()
-	if !ok {
-		deadline = time.Now().Add(5 * time.Second)
-	}
-	endCtx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
+	endCtx, cancel := context.WithDeadline(context.WithoutCancel(ctx), journalDeadline(ctx))
 	defer cancel()
 	for wait := 50 * time.Millisecond; ; wait *= 2 {
 		_, err := c.DB.ExecContext(endCtx, "UPDATE "+c.Journal+" SET ended = UTC_TIMESTAMP(6) WHERE id = ?", id)
@@ -124,4 +125,14 @@ func (c PodConfig) journalEnd(ctx context.Context, id int64) error {
 			return fmt.Errorf("journal end: %w", err)
 		}
 	}
+}
+
+// journalDeadline is how long a run's journal writes may take: while the lock
+// is still ours, until the task's deadline, which the executor sets before the
+// lock's LockAtMostFor ends.
+func journalDeadline(ctx context.Context) time.Time {
+	if deadline, ok := ctx.Deadline(); ok {
+		return deadline
+	}
+	return time.Now().Add(5 * time.Second)
 }

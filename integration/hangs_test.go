@@ -105,7 +105,7 @@ func TestHangKeepAliveRetriesOnFreshConnection(t *testing.T) {
 		ex, logs := r.executor(shedlock.WithKeepAlive())
 		// mostFor leaves the retry time for a fresh connection on a slow machine,
 		// where PostgreSQL forks a backend for it.
-		const mostFor, runFor = 3 * time.Second, 6 * time.Second
+		const mostFor, runFor = 6 * time.Second, 10 * time.Second
 		cfg := shedlock.LockConfig{Name: "hang-dead-conn", LockAtMostFor: mostFor}
 		var (
 			silenced              int

@@ -252,14 +252,19 @@ func (c *contention) check(t *testing.T, counter int64) {
 	assert.Greater(t, entered, 50, "runs")
 }
 
-// Three pods, one per node, contend for one lock for 5 s: no overlap, no lost
-// update, and no Run error (a conflict is a lock another pod took).
+// Three pods, one per node, contend for one lock for at least 5 s and 60 runs
+// (a busy machine's nodes take longer to certify): no overlap, no lost update,
+// and no Run error (a conflict is a lock another pod took).
 func TestGaleraContention(t *testing.T) {
 	r := newGaleraRig(t)
 	counter := r.counterTable(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	start := time.Now()
 	c, wait := r.contend(ctx, counter, 10*time.Second)
+	waitRuns(t, c, 60)
+	<-time.After(time.Until(start.Add(5 * time.Second)))
+	cancel()
 	wait()
 	c.check(t, r.readCounter(t, counter))
 	for i, e := range c.errs {
