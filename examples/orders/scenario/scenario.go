@@ -36,6 +36,11 @@ type Config struct {
 	Progress     io.Writer     // a line every ProgressEvery; nil: silent
 	// ProgressEvery defaults to 2s.
 	ProgressEvery time.Duration
+	// Until, when set, keeps the pods running past Duration until the tables
+	// show what it asks for, or MaxDuration has passed: a busy machine starts
+	// pods late, and a fixed time would decide too early.
+	Until       func(shop.Summary) bool
+	MaxDuration time.Duration
 }
 
 // Demo returns the settings of the demo: the article's schedule sixty times
@@ -133,8 +138,9 @@ func (c Config) startPods(ctx context.Context) ([]*pod, error) {
 	return pods, nil
 }
 
-// watch lets the pods run for c.Duration, printing progress; a pod that exits
-// early ends the run with its log.
+// watch lets the pods run for c.Duration, and on until c.Until holds or
+// c.MaxDuration has passed, printing progress; a pod that exits early ends the
+// run with its log.
 func (c Config) watch(ctx context.Context, db *shop.DB, pods []*pod) error {
 	every := c.ProgressEvery
 	if every <= 0 {
@@ -145,12 +151,26 @@ func (c Config) watch(ctx context.Context, db *shop.DB, pods []*pod) error {
 	defer end.Stop()
 	tick := time.NewTicker(every)
 	defer tick.Stop()
+	var check <-chan time.Time // after Duration, while Until does not hold
 	for {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-end.C:
-			return nil
+			if c.Until == nil {
+				return nil
+			}
+			poll := time.NewTicker(untilPoll)
+			defer poll.Stop()
+			check = poll.C
+		case <-check:
+			s, err := db.Report(ctx)
+			if err != nil {
+				return err
+			}
+			if c.Until(s) || time.Since(start) >= c.MaxDuration {
+				return nil
+			}
 		case <-tick.C:
 			c.progress(ctx, db, time.Since(start))
 		}
@@ -179,6 +199,9 @@ func (c Config) progress(ctx context.Context, db *shop.DB, elapsed time.Duration
 	fmt.Fprintf(c.Progress, "  %4.0fs  job runs %5d   events published %6d   orders cancelled %5d\n",
 		elapsed.Seconds(), runs, published, cancelled)
 }
+
+// untilPoll is how often the tables are read for Config.Until.
+const untilPoll = 250 * time.Millisecond
 
 // stopPods sends SIGTERM to every pod and waits for all to exit; a pod still
 // running after 30s is killed and reported.

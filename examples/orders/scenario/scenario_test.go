@@ -40,10 +40,14 @@ func TestMain(m *testing.M) {
 }
 
 // config is the demo's scenario, shortened: long enough for orders to expire and
-// be cancelled a few times.
+// be cancelled a few times, and on until the checks have what they need.
 func config(t *testing.T, driver, dsn string, noLock bool) scenario.Config {
 	c := scenario.Demo(binary, driver, dsn, t.TempDir())
-	c.Duration, c.NoLock = 4*time.Second, noLock
+	c.Duration, c.MaxDuration, c.NoLock = 4*time.Second, time.Minute, noLock
+	c.Until = enoughWork
+	if noLock {
+		c.Until = func(s shop.Summary) bool { return len(unlockedProblems(s)) == 0 }
+	}
 	return c
 }
 
@@ -61,44 +65,67 @@ func run(t *testing.T, c scenario.Config) shop.Summary {
 	return s
 }
 
-// checkLocked asserts the lock's guarantees from the tables, and that the jobs
-// did enough work for the checks to mean something.
-func checkLocked(t *testing.T, s shop.Summary) {
-	t.Helper()
+// enoughWork says whether every job ran and orders were cancelled and events
+// published: enough for the checks to mean something.
+func enoughWork(s shop.Summary) bool {
 	for _, j := range s.Jobs {
-		runs := 0
-		for _, n := range j.RunsByPod {
-			runs += n
+		if len(j.RunsByPod) == 0 {
+			return false
 		}
-		if runs == 0 {
-			t.Errorf("%s never ran", j.Job)
+	}
+	return s.Publishes > 0 && s.OrdersCancelled > 0
+}
+
+// lockedProblems lists what breaks the lock's guarantees in the tables, and
+// too little work for the checks to mean something.
+func lockedProblems(s shop.Summary) []string {
+	var p []string
+	for _, j := range s.Jobs {
+		if len(j.RunsByPod) == 0 {
+			p = append(p, j.Job+" never ran")
 		}
 		if j.OverlappingRuns != 0 {
-			t.Errorf("%s: %d runs overlapped another run of the same job", j.Job, j.OverlappingRuns)
+			p = append(p, fmt.Sprintf("%s: %d runs overlapped another run of the same job", j.Job, j.OverlappingRuns))
 		}
 	}
 	if s.PublishedTwice != 0 {
-		t.Errorf("%d events were published more than once", s.PublishedTwice)
+		p = append(p, fmt.Sprintf("%d events were published more than once", s.PublishedTwice))
 	}
 	if s.CancelledTwice != 0 {
-		t.Errorf("%d orders were cancelled twice", s.CancelledTwice)
+		p = append(p, fmt.Sprintf("%d orders were cancelled twice", s.CancelledTwice))
 	}
 	if s.Publishes == 0 || s.OrdersCancelled == 0 {
-		t.Errorf("too little work to check: %d publishes, %d orders cancelled", s.Publishes, s.OrdersCancelled)
+		p = append(p, fmt.Sprintf("too little work to check: %d publishes, %d orders cancelled", s.Publishes, s.OrdersCancelled))
 	}
+	return p
 }
 
-// checkUnlocked asserts that without the lock the same checks do find
-// duplicates: they can fail.
-func checkUnlocked(t *testing.T, s shop.Summary) {
-	t.Helper()
+// unlockedProblems lists what says that, without the lock, the same checks
+// would not find duplicates: that they could not fail.
+func unlockedProblems(s shop.Summary) []string {
+	var p []string
 	for _, j := range s.Jobs {
 		if len(j.RunsByPod) != 3 {
-			t.Errorf("%s: without the lock every pod runs it; ran on %v", j.Job, j.RunsByPod)
+			p = append(p, fmt.Sprintf("%s: without the lock every pod runs it; ran on %v", j.Job, j.RunsByPod))
 		}
 	}
 	if !s.Duplicates() {
-		t.Errorf("without the lock, no overlapping run and no duplicate: the checks cannot fail")
+		p = append(p, "without the lock, no overlapping run and no duplicate: the checks cannot fail")
+	}
+	return p
+}
+
+func checkLocked(t *testing.T, s shop.Summary) {
+	t.Helper()
+	for _, p := range lockedProblems(s) {
+		t.Error(p)
+	}
+}
+
+func checkUnlocked(t *testing.T, s shop.Summary) {
+	t.Helper()
+	for _, p := range unlockedProblems(s) {
+		t.Error(p)
 	}
 }
 
