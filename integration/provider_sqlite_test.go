@@ -38,16 +38,22 @@ func newSQLiteProvider(t testing.TB, db *sql.DB, opts ...shedlock.ProviderOption
 	return p
 }
 
-// sqliteStore makes providers on a fresh database file, each with its own pool.
+// sqliteStore makes providers on a fresh database file, each with its own pool
+// opened with shedlock.SQLiteDSNParams.
 func sqliteStore(opts ...shedlock.ProviderOption) shedlocktest.NewStoreFunc {
+	return sqliteStoreWith(shedlock.SQLiteDSNParams, opts...)
+}
+
+// sqliteStoreWith is sqliteStore with the file's DSN parameters.
+func sqliteStoreWith(params string, opts ...shedlock.ProviderOption) shedlocktest.NewStoreFunc {
 	return func(t *testing.T) shedlocktest.NewProviderFunc {
 		file := filepath.Join(t.TempDir(), "locks.db")
-		if err := newSQLiteProvider(t, openSQLite(t, file, shedlock.SQLiteDSNParams), opts...).
+		if err := newSQLiteProvider(t, openSQLite(t, file, params), opts...).
 			EnsureTable(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		return func(t *testing.T) shedlock.LockProvider {
-			return newSQLiteProvider(t, openSQLite(t, file, shedlock.SQLiteDSNParams), opts...)
+			return newSQLiteProvider(t, openSQLite(t, file, params), opts...)
 		}
 	}
 }
