@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -138,10 +139,13 @@ func (c Config) startPods(ctx context.Context) ([]*pod, error) {
 	return pods, nil
 }
 
-// watch lets the pods run for c.Duration, and on until c.Until holds or
-// c.MaxDuration has passed, printing progress; a pod that exits early ends the
-// run with its log.
+// watch waits for every pod to start, lets them run for c.Duration, and on
+// until c.Until holds or c.MaxDuration has passed, printing progress; a pod
+// that exits early ends the run with its log.
 func (c Config) watch(ctx context.Context, db *shop.DB, pods []*pod) error {
+	if err := waitStarted(ctx, pods); err != nil {
+		return err
+	}
 	every := c.ProgressEvery
 	if every <= 0 {
 		every = 2 * time.Second
@@ -174,15 +178,59 @@ func (c Config) watch(ctx context.Context, db *shop.DB, pods []*pod) error {
 		case <-tick.C:
 			c.progress(ctx, db, time.Since(start))
 		}
-		for _, p := range pods {
-			select {
-			case err := <-p.done:
-				p.done <- err // for stopPods
-				return fmt.Errorf("scenario: %s exited early (%v):\n%s", p.name, err, tail(p.log))
-			default:
-			}
+		if err := exitedEarly(pods); err != nil {
+			return err
 		}
 	}
+}
+
+// startedLine is what a pod logs once its jobs are scheduled.
+const startedLine = `msg="pod started"`
+
+// startTimeout bounds a pod's start: its setup and first statements, which a
+// busy machine may hold back for seconds.
+const startTimeout = time.Minute
+
+// waitStarted waits until every pod has logged startedLine, so that the
+// scenario's time counts from when all of them run their jobs: a pod still
+// setting up its tables when the time is up would be stopped before it ran.
+func waitStarted(ctx context.Context, pods []*pod) error {
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	poll := time.NewTicker(50 * time.Millisecond)
+	defer poll.Stop()
+	for {
+		started := 0
+		for _, p := range pods {
+			if b, err := os.ReadFile(p.log); err == nil && strings.Contains(string(b), startedLine) {
+				started++
+			}
+		}
+		if started == len(pods) {
+			return nil
+		}
+		if err := exitedEarly(pods); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("scenario: %d of %d pods started within %v: %w", started, len(pods), startTimeout, ctx.Err())
+		case <-poll.C:
+		}
+	}
+}
+
+// exitedEarly returns an error with the log of a pod that has exited.
+func exitedEarly(pods []*pod) error {
+	for _, p := range pods {
+		select {
+		case err := <-p.done:
+			p.done <- err // for stopPods
+			return fmt.Errorf("scenario: %s exited early (%v):\n%s", p.name, err, tail(p.log))
+		default:
+		}
+	}
+	return nil
 }
 
 func (c Config) progress(ctx context.Context, db *shop.DB, elapsed time.Duration) {
