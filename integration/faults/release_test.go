@@ -75,7 +75,11 @@ func TestLateReleaseKeepsNewOwnersLock(t *testing.T) {
 }
 
 // The release's request or its response lost once: the retry goes through a new
-// connection and frees the lock.
+// connection and frees the lock. A lost response is always the executor's to
+// retry: the statement ran, and only the executor knows it may run it again. A
+// lost request may be retried below it: when the driver finds the connection
+// reset before it has written the statement (on a busy machine the reset can
+// come first), database/sql sends it on another connection by itself.
 func TestReleaseRetried(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -99,8 +103,9 @@ func TestReleaseRetried(t *testing.T) {
 			case <-time.After(5 * time.Second):
 				t.Fatal("the fault did not fire during the release")
 			}
-			if r.log.count(slog.LevelWarn, "release failed, retrying") != 1 {
-				t.Errorf("the failed first release try was not logged")
+			retried := r.log.count(slog.LevelWarn, "release failed, retrying")
+			if retried > 1 || (tc.forward && retried != 1) {
+				t.Errorf("release retries logged: %d, want 1 (0 also for a lost request, retried by database/sql)", retried)
 			}
 			if _, err := b.provider.TryLock(context.Background(), cfg); err != nil {
 				t.Fatalf("after a retried release: want the lock free, got %v", err)
