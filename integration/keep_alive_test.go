@@ -198,21 +198,27 @@ func TestKeepAliveGivesUpBeforeTheLockEnds(t *testing.T) {
 	p := &flakyProvider{inner: shedlocktest.NewMemoryStore().Provider("a"), extendErr: func(int) error { return down }}
 	ex, r := listened(p, shedlock.WithKeepAlive())
 	cfg := shedlock.LockConfig{Name: "doomed", LockAtMostFor: 300 * time.Millisecond}
-	start := time.Now()
-	var endedAfter time.Duration
+	var deadline time.Time
 	_, err := ex.Run(context.Background(), cfg, func(ctx context.Context) error {
+		deadline, _ = ctx.Deadline()
 		child, cancel := context.WithTimeout(ctx, time.Hour)
 		defer cancel()
 		<-child.Done()
-		endedAfter = time.Since(start)
 		assert.ErrorIs(t, child.Err(), context.DeadlineExceeded, "a derived context")
 		assert.ErrorIs(t, context.Cause(child), shedlock.ErrLockLost, "a derived context")
 		assert.ErrorIs(t, context.Cause(ctx), down, "the cause says what failed")
 		return ctx.Err()
 	})
 	require.ErrorIs(t, err, context.DeadlineExceeded)
-	assert.Less(t, endedAfter, cfg.LockAtMostFor)
 	evs := stopped(t, ex, r)
+	// The lock ends LockAtMostFor after the store got the acquiring statement,
+	// which is after it was sent: the context must end before.
+	acquired := of(evs, shedlock.EventAcquired)
+	require.Len(t, acquired, 1)
+	sent := acquired[0].Time.Add(-acquired[0].Duration)
+	assert.True(t, deadline.Before(sent.Add(cfg.LockAtMostFor)),
+		"the context ends at %v, after the lock's end at %v or later", deadline, sent.Add(cfg.LockAtMostFor))
+	assert.Equal(t, acquired[0].Until, deadline, "no extension moved the deadline")
 	assert.NotEmpty(t, of(evs, shedlock.EventExtendFailed))
 	lost := of(evs, shedlock.EventLost)
 	require.Len(t, lost, 1)
