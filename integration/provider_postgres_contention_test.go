@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -45,8 +46,9 @@ func TestPostgresContentionMixedTimeZones(t *testing.T) {
 
 // Under default_transaction_isolation serializable, pods racing for a lock see
 // serialization failures: an acquisition's is "not acquired", never an error,
-// and a release's is sent again at once, never left to the logged retry after
-// a wait. Exclusion holds.
+// and exclusion holds. A release's is sent again at once (see
+// TestPostgresReleaseSerializationFailureSentAgain); one that fails that way
+// four times running, as on a busy machine, goes on to the logged retry.
 func TestPostgresContentionSerializable(t *testing.T) {
 	t.Parallel()
 	serializable := map[string]string{"default_transaction_isolation": "serializable"}
@@ -62,7 +64,7 @@ func TestPostgresContentionSerializable(t *testing.T) {
 				}
 			}
 			shedlocktest.RunContention(t, store, shedlocktest.Contention{RunsPerName: 100})
-			assert.Empty(t, logs.String(), "releases retried after a wait")
+			t.Logf("releases retried after a wait: %d", strings.Count(logs.String(), "release failed, retrying"))
 		})
 	}
 }
@@ -121,6 +123,46 @@ func TestPostgresSerializationFailureIsNotAcquired(t *testing.T) {
 				assert.Equal(t, tc.wantTaken, res.ran, "%s: task ran", c.name)
 				assert.Equal(t, tc.wantTaken, len(ran) == 1, "%s: task ran", c.name)
 			}
+		})
+	}
+}
+
+// A release that meets a serialization failure is sent again at once, not
+// left to the logged retry after a wait: a serializable pod's Unlock waits for
+// the row behind a transaction that changes it (not its owner) and commits;
+// PostgreSQL cannot serialize the waiting UPDATE after it (40001), and the
+// release sent again finds the row as committed and frees it.
+func TestPostgresReleaseSerializationFailureSentAgain(t *testing.T) {
+	t.Parallel()
+	for _, c := range []pgClient{pgxClient, libpqClient} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			admin := testdb.OpenPostgres(t, testdb.PGX, nil)
+			table := testdb.NewPostgresTable(t, admin)
+			app := "shedlock_rel_" + randomHex(4)
+			logs := &logBuffer{}
+			pod := newPostgresProvider(t, c.open(t, map[string]string{
+				"default_transaction_isolation": "serializable", "application_name": app}),
+				shedlock.WithTableName(table), shedlock.WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
+			cfg := shedlock.LockConfig{Name: "job", LockAtMostFor: time.Minute}
+			ctx := context.Background()
+			l, err := pod.TryLock(ctx, cfg)
+			require.NoError(t, err)
+
+			tx, err := admin.BeginTx(ctx, nil)
+			require.NoError(t, err)
+			_, err = tx.Exec("UPDATE "+table+" SET locked_at = locked_at WHERE name = $1", cfg.Name)
+			require.NoError(t, err)
+			released := make(chan error, 1)
+			go func() { released <- l.Unlock(ctx) }()
+			waitForLockWait(t, admin, app)
+			require.NoError(t, tx.Commit())
+			require.NoError(t, <-released)
+			assert.NotContains(t, logs.String(), "release failed, retrying", "sent again after a wait, not at once")
+			other, err := newPostgresProvider(t, testdb.OpenPostgres(t, testdb.PGX, nil), shedlock.WithTableName(table)).
+				TryLock(ctx, cfg)
+			require.NoError(t, err, "released")
+			require.NoError(t, other.Unlock(ctx))
 		})
 	}
 }
