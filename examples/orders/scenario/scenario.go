@@ -38,8 +38,9 @@ type Config struct {
 	// ProgressEvery defaults to 2s.
 	ProgressEvery time.Duration
 	// Until, when set, keeps the pods running past Duration until the tables
-	// show what it asks for, or MaxDuration has passed: a busy machine starts
-	// pods late, and a fixed time would decide too early.
+	// show what it asks for, or MaxDuration has passed (zero: no time past
+	// Duration): a busy machine runs the jobs late, and a fixed time would
+	// decide too early.
 	Until       func(shop.Summary) bool
 	MaxDuration time.Duration
 }
