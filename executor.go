@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/shedlock-go/shedlock/internal/eventqueue"
@@ -28,11 +26,11 @@ type Executor struct {
 	keepAlive      bool
 	skipLevel      slog.Level
 	events         *eventqueue.Queue[Event] // nil without listeners
-	attempts       atomic.Uint64            // numbers runs for listeners
+	seq            *runSeq                  // numbers runs for listeners
 	err            error                    // a bad option or a nil provider: every call returns it
 	maxInFlight    int                      // WithMaxInFlight; 0: the pool's size
 	slotsOnce      sync.Once
-	slots          *inflight.Slots // bounds statements in flight; see inFlight
+	slots          *inflight.Slots[*attempt] // bounds attempts in flight; see inFlight
 
 	base     context.Context // ends when Stop begins, with the cause ErrStopped
 	stopBase context.CancelCauseFunc
@@ -42,6 +40,7 @@ type Executor struct {
 	started bool
 	running map[string]string   // jobname.Key -> name, for names with a Run under way here
 	wonLast map[string]struct{} // jobname.Keys whose last attempt here took the lock; see inflight.WonLast
+	late    map[string]struct{} // jobname.Keys warned of a run late on arrival; see warnLateOnce
 	leases  map[*lease]struct{} // tasks running: Stop ends their contexts
 	names   map[string]string   // jobname.Key -> name registered by WithLock, Wrap and FixedDelay
 	loops   []*fixedDelayLoop
@@ -73,6 +72,8 @@ func NewExecutor(p LockProvider, opts ...ExecutorOption) *Executor {
 		err:            err,
 		running:        make(map[string]string),
 		wonLast:        make(map[string]struct{}),
+		late:           make(map[string]struct{}),
+		seq:            new(runSeq),
 		leases:         make(map[*lease]struct{}),
 		names:          make(map[string]string),
 		idle:           make(chan struct{}),
@@ -124,87 +125,6 @@ func (e *Executor) RunWith(ctx context.Context, cfg LockConfig, task func(ctx co
 	return e.run(ctx, cfg, task, o)
 }
 
-// errGoexit stands for the error of a task that called runtime.Goexit.
-var errGoexit = errors.New("shedlock: task called runtime.Goexit")
-
-// run is Run on a checked config and task.
-func (e *Executor) run(ctx context.Context, cfg LockConfig, task func(ctx context.Context) error, o jobOptions) (ran bool, err error) {
-	key := jobname.Key(cfg.Name)
-	entered, kind, err := e.enter(key, cfg.Name)
-	if err != nil {
-		return false, err
-	}
-	start := time.Now()
-	var id RunID
-	if e.events != nil {
-		id = RunID{e, e.attempts.Add(1)}
-		e.emit(ctx, Event{Kind: EventAttempt, Run: id, Config: cfg}, time.Time{})
-	}
-	if !entered {
-		e.log.Log(ctx, e.skipLevel, "shedlock: skipped, still running in this process", "lock", cfg.Name)
-		e.emit(ctx, Event{Kind: EventSkipped, Run: id, Config: cfg, Skip: SkipRunningHere}, start)
-		return false, nil
-	}
-	var took, heldElsewhere bool
-	defer func() { e.leave(key, took, heldElsewhere) }()
-
-	lock, err := e.tryLock(ctx, cfg, kind)
-	took, heldElsewhere = err == nil, errors.Is(err, ErrNotAcquired)
-	if errors.Is(err, errLate) {
-		e.log.Log(ctx, e.skipLevel, "shedlock: skipped, past its fire time's window", "lock", cfg.Name)
-		e.emit(ctx, Event{Kind: EventSkipped, Run: id, Config: cfg, Skip: SkipLate}, start)
-		return false, nil
-	}
-	if errors.Is(err, ErrNotAcquired) {
-		e.log.Log(ctx, e.skipLevel, "shedlock: skipped, lock held elsewhere", "lock", cfg.Name)
-		e.emit(ctx, Event{Kind: EventSkipped, Run: id, Config: cfg, Skip: SkipHeldElsewhere}, start)
-		return false, nil
-	}
-	if err != nil {
-		level := slog.LevelError
-		if ctx.Err() != nil || e.base.Err() != nil {
-			level = slog.LevelDebug // the caller, or Stop, gave up: not a store failure
-		}
-		e.log.Log(ctx, level, "shedlock: could not take lock; task not run", "lock", cfg.Name, "error", err)
-		e.emit(ctx, Event{Kind: EventStoreError, Run: id, Config: cfg, Err: err}, start)
-		return false, err
-	}
-	if e.base.Err() != nil { // Stop began while the lock was being taken
-		e.emit(ctx, Event{Kind: EventAcquired, Run: id, Config: cfg,
-			Until: start.Add(cfg.LockAtMostFor - leaseMargin(cfg.LockAtMostFor))}, start)
-		return false, errors.Join(ErrStopped, e.release(ctx, cfg, lock, id, start))
-	}
-
-	l := e.newLease(ctx, cfg, lock, start, o.keepAlive, id)
-	var taskStart time.Time
-	if e.events != nil {
-		taskStart = time.Now()
-	}
-	returned := false
-	defer func() {
-		if !returned { // runtime.Goexit: the goroutine ends, the lock must not stay
-			e.log.ErrorContext(ctx, "shedlock: task called runtime.Goexit; its goroutine ends, its lock is released",
-				"lock", cfg.Name)
-			cause := taskCause(l)
-			l.finish()
-			e.emit(ctx, Event{Kind: EventFinished, Run: id, Config: cfg, Err: errGoexit, Result: TaskFailed, Cause: cause}, taskStart)
-			_ = e.release(ctx, cfg, lock, id, start)
-		}
-	}()
-	panicked, taskErr := runTask(l, cfg.Name, task)
-	returned = true
-	cause := taskCause(l)
-	l.finish()
-
-	result := e.taskResult(ctx, taskErr, panicked)
-	e.logTask(ctx, cfg.Name, taskErr, result)
-	e.emit(ctx, Event{Kind: EventFinished, Run: id, Config: cfg, Err: taskErr, Result: result, Cause: cause}, taskStart)
-	if relErr := e.release(ctx, cfg, lock, id, start); relErr != nil {
-		return true, errors.Join(taskErr, relErr)
-	}
-	return true, taskErr
-}
-
 // emit hands ev, stamped now, to the listeners; from, when set, is when what ev
 // reports began. Without listeners it does nothing.
 func (e *Executor) emit(ctx context.Context, ev Event, from time.Time) {
@@ -216,53 +136,6 @@ func (e *Executor) emit(ctx context.Context, ev Event, from time.Time) {
 		ev.Duration = ev.Time.Sub(from)
 	}
 	e.events.Push(ctx, ev)
-}
-
-// taskCause is the cause of the task's context if it has ended, else nil.
-func taskCause(ctx context.Context) error {
-	if ctx.Err() == nil {
-		return nil
-	}
-	return context.Cause(ctx)
-}
-
-func (e *Executor) taskResult(ctx context.Context, err error, panicked bool) TaskResult {
-	switch {
-	case panicked:
-		return TaskPanicked
-	case err == nil:
-		return TaskOK
-	case (errors.Is(err, context.Canceled) || errors.Is(err, ErrStopped)) && (ctx.Err() != nil || e.base.Err() != nil):
-		return TaskCancelled // stopped by its caller or by Stop, as asked: not a failure
-	default:
-		return TaskFailed
-	}
-}
-
-func (e *Executor) logTask(ctx context.Context, name string, err error, result TaskResult) {
-	switch result {
-	case TaskOK:
-	case TaskCancelled:
-		e.log.InfoContext(ctx, "shedlock: task ended on cancellation", "lock", name, "error", err)
-	default:
-		e.log.ErrorContext(ctx, "shedlock: task failed", "lock", name, "error", err)
-	}
-}
-
-// release unlocks with a context of its own, so that a cancelled task context
-// cannot keep the lock held, and logs a failure.
-func (e *Executor) release(ctx context.Context, cfg LockConfig, lock Lock, id RunID, start time.Time) error {
-	relCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.releaseTimeout)
-	defer cancel()
-	err := e.unlock(relCtx, lock)
-	if err != nil {
-		e.log.ErrorContext(ctx, "shedlock: release failed; the lock stays held until its lock_until",
-			"lock", cfg.Name, "error", err)
-		e.emit(ctx, Event{Kind: EventReleaseFailed, Run: id, Config: cfg, Err: err}, start)
-		return err
-	}
-	e.emit(ctx, Event{Kind: EventReleased, Run: id, Config: cfg}, start)
-	return nil
 }
 
 // enter marks key as running here, and tells the kind of its attempt. It
@@ -322,7 +195,7 @@ func (e *Executor) addLease(l *lease) {
 
 // leaseHooks is what a run's lease may call back.
 func (e *Executor) leaseHooks() leaseHooks {
-	h := leaseHooks{log: e.log, finished: e.removeLease, slots: e.inFlight()}
+	h := leaseHooks{log: e.log, finished: e.removeLease}
 	if e.events != nil {
 		h.emit = e.emit
 	}
@@ -359,22 +232,32 @@ func (e *Executor) leave(key string, took, heldElsewhere bool) {
 	e.endLiveLocked()
 }
 
+// warnLateOnce warns, once per name, of a run whose fire time's window had
+// passed before it was called: a fire time far in the past (the zero time is
+// none) skips every run of the job, which at the skip level alone would go
+// unseen.
+func (e *Executor) warnLateOnce(ctx context.Context, key, name string) {
+	e.mu.Lock()
+	_, warned := e.late[key]
+	if !warned {
+		if len(e.late) >= maxWonLast {
+			clear(e.late)
+		}
+		e.late[key] = struct{}{}
+	}
+	e.mu.Unlock()
+	if !warned {
+		e.log.WarnContext(ctx, "shedlock: run came after its fire time's window, so it is skipped; "+
+			"is the fire time given to ContextWithFireTime the run's tick?", "lock", name)
+	}
+}
+
 // endLiveLocked counts down a Run or a loop; the last one after Stop wakes Stop.
 func (e *Executor) endLiveLocked() {
 	e.live--
 	if e.stopped && e.live == 0 {
 		close(e.idle)
 	}
-}
-
-// runTask runs task on the lease, turning a panic into ErrTaskPanicked.
-func runTask(ctx context.Context, name string, task func(context.Context) error) (panicked bool, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			panicked, err = true, fmt.Errorf("%w: lock %q: %v\n%s", ErrTaskPanicked, name, r, debug.Stack())
-		}
-	}()
-	return false, task(ctx)
 }
 
 // Stop ends the executor: no run starts after it, fixed-delay loops end, running

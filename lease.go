@@ -9,8 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/shedlock-go/shedlock/internal/inflight"
 )
 
 // lease is one run's hold on its lock, and the task's context: it ends when the
@@ -59,35 +57,41 @@ type leaseHooks struct {
 	emit func(ctx context.Context, ev Event, from time.Time)
 	// finished tells the executor that the task has returned.
 	finished func(*lease)
-	// slots bounds the executor's statements in flight; nil for none.
-	slots *inflight.Slots
 }
 
-// leaseMargin is how long before the lock's end the task's context ends, so that
-// the task can stop before another instance may take the lock.
-func leaseMargin(mostFor time.Duration) time.Duration {
-	return min(mostFor/10, 5*time.Second)
+// lockEnd is when the task's context ends for a lock whose LockAtMostFor
+// mostFor was asked for at sent: a margin before the lock's end, so that the
+// task can stop before another instance may take the lock. The store computed
+// the lock's end from a later now, so an end counted from sent is never past
+// it.
+func lockEnd(sent time.Time, mostFor time.Duration) time.Time {
+	return sent.Add(mostFor - min(mostFor/10, 5*time.Second))
 }
 
-// newLease starts a run's lease, and reports the lock acquired. sent is when the
-// lock's statement was about to be sent: the store computed the lock's end from a
-// later now, so a deadline counted from sent is never past it.
-func (e *Executor) newLease(ctx context.Context, cfg LockConfig, lock Lock, sent time.Time, keepAlive bool, run RunID) *lease {
-	l := &lease{parent: ctx, hooks: e.leaseHooks(), lock: lock, cfg: cfg, run: run, keepAlive: keepAlive,
+// newLease starts a run's lease, and reports the lock acquired.
+func newLease(ctx context.Context, cfg LockConfig, lock Lock, sent time.Time, keepAlive bool, run RunID, hooks leaseHooks) *lease {
+	l := &lease{parent: ctx, hooks: hooks, lock: lock, cfg: cfg, run: run, keepAlive: keepAlive,
 		most: cfg.LockAtMostFor, least: cfg.LockAtLeastFor}
 	l.inner, l.cancel = context.WithCancelCause(ctx)
 	l.outer, l.cancelOuter = context.WithCancel(l.inner)
-	l.deadline = sent.Add(cfg.LockAtMostFor - leaseMargin(cfg.LockAtMostFor))
+	l.deadline = lockEnd(sent, cfg.LockAtMostFor)
 	// Acquired goes out before anything that could extend or end the lease.
-	e.emit(ctx, Event{Kind: EventAcquired, Run: run, Config: cfg, Until: l.deadline}, sent)
+	l.emit(Event{Kind: EventAcquired, Until: l.deadline}, sent)
 	l.mu.Lock()
 	l.timer = time.AfterFunc(time.Until(l.deadline), l.expire)
 	l.mu.Unlock()
-	e.addLease(l)
 	if keepAlive {
 		l.startKeepAlive()
 	}
 	return l
+}
+
+// emit hands one of the run's events to the listeners, if any.
+func (l *lease) emit(ev Event, from time.Time) {
+	if l.hooks.emit != nil {
+		ev.Run, ev.Config = l.run, l.cfg
+		l.hooks.emit(l.parent, ev, from)
+	}
 }
 
 // Deadline reports the lock's deadline, or the caller's if that is earlier.
@@ -179,9 +183,7 @@ func (l *lease) endLocked(kind EventKind, cause error, byKeepAlive bool) {
 		l.hooks.log.WarnContext(l.parent, "shedlock: lock's LockAtMostFor ran out while the task runs; its context ends",
 			"lock", l.cfg.Name)
 	}
-	if l.hooks.emit != nil {
-		l.hooks.emit(l.parent, Event{Kind: kind, Run: l.run, Config: l.cfg, Err: cause, KeepAlive: byKeepAlive}, time.Time{})
-	}
+	l.emit(Event{Kind: kind, Err: cause, KeepAlive: byKeepAlive}, time.Time{})
 	l.cancel(cause)
 }
 
@@ -256,7 +258,7 @@ func (l *lease) extend(ctx context.Context, most, least time.Duration, byKeepAli
 		return err
 	}
 	sent := time.Now()
-	err := l.extendLock(ctx, most, least)
+	err := l.lock.Extend(ctx, most, least) // never waits for the executor's attempts
 	if errors.Is(err, ErrLockLost) {
 		l.lose(fmt.Errorf("%w: lock %q: an Extend was refused", ErrLockLost, l.cfg.Name), byKeepAlive)
 		return err
@@ -268,8 +270,8 @@ func (l *lease) extend(ctx context.Context, most, least time.Duration, byKeepAli
 		if byKeepAlive {
 			l.lastErr = err
 		}
-		if l.hooks.emit != nil && !l.finished {
-			l.hooks.emit(l.parent, Event{Kind: EventExtendFailed, Run: l.run, Config: l.cfg, Err: err, KeepAlive: byKeepAlive}, sent)
+		if !l.finished {
+			l.emit(Event{Kind: EventExtendFailed, Err: err, KeepAlive: byKeepAlive}, sent)
 		}
 		return err
 	}
@@ -278,40 +280,8 @@ func (l *lease) extend(ctx context.Context, most, least time.Duration, byKeepAli
 	}
 	l.lastErr = nil
 	l.most, l.least = most, least
-	l.deadline = sent.Add(most - leaseMargin(most))
+	l.deadline = lockEnd(sent, most)
 	l.timer.Reset(time.Until(l.deadline))
-	if l.hooks.emit != nil {
-		l.hooks.emit(l.parent, Event{Kind: EventExtended, Run: l.run, Config: l.cfg, Until: l.deadline, KeepAlive: byKeepAlive}, sent)
-	}
+	l.emit(Event{Kind: EventExtended, Until: l.deadline, KeepAlive: byKeepAlive}, sent)
 	return nil
 }
-
-// leaseLock is a run's lock as its task sees it through LockFromContext.
-type leaseLock struct{ l *lease }
-
-// Unlock is refused: the executor releases the lock when the task returns.
-func (h leaseLock) Unlock(context.Context) error {
-	return fmt.Errorf("shedlock: lock %q: the executor releases a task's lock when the task returns: %w",
-		h.l.cfg.Name, errors.ErrUnsupported)
-}
-
-// Extend extends the lock and moves the task's deadline to match; keep-alive,
-// if on, goes on with these durations. ErrLockLost ends the task's context.
-func (h leaseLock) Extend(ctx context.Context, lockAtMostFor, lockAtLeastFor time.Duration) error {
-	if err := validateDurations(h.l.cfg.Name, lockAtMostFor, lockAtLeastFor); err != nil {
-		return err
-	}
-	return h.l.extend(ctx, lockAtMostFor, lockAtLeastFor, false)
-}
-
-// CheckHeld reports why the task can no longer rely on its lock: it was lost,
-// ran out, or the task has returned; nil while the lease holds.
-func (h leaseLock) CheckHeld() error {
-	if cause := h.l.lostCause(); cause != nil {
-		return fmt.Errorf("lock %q: %w", h.l.cfg.Name, cause)
-	}
-	return nil
-}
-
-// Fence forwards the fencing token of the run's lock.
-func (h leaseLock) Fence() (int64, bool) { return FenceOf(h.l.lock) }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/shedlock-go/shedlock/internal/eventqueue"
@@ -182,9 +183,14 @@ func enumName(names []string, i int, typ string) string {
 // carries it. It is comparable, for use as a map key; two executors' runs never
 // share one.
 type RunID struct {
-	e *Executor
-	n uint64
+	seq *runSeq // its executor's, which the ID does not keep alive
+	n   uint64
 }
+
+// runSeq numbers an executor's runs.
+type runSeq struct{ n atomic.Uint64 }
+
+func (s *runSeq) next() RunID { return RunID{s, s.n.Add(1)} }
 
 // String returns the attempt's number within its executor.
 func (id RunID) String() string { return strconv.FormatUint(id.n, 10) }

@@ -1,13 +1,12 @@
-// Package inflight bounds the statements an executor has in flight, so that a
-// pod's herd of attempts at one tick stays within its connection pool, and its
-// releases and extensions are never starved by its own attempts.
+// Package inflight bounds the lock attempts an executor has in flight, so that
+// a pod's herd of attempts at one tick stays within its connection pool, and
+// sends the attempts that queue together, a batch to a statement.
 package inflight
 
 import (
 	"context"
 	"errors"
 	"math/rand/v2"
-	"slices"
 	"sync"
 	"time"
 )
@@ -16,8 +15,7 @@ import (
 // window of its fire time has passed.
 var ErrLate = errors.New("shedlock: the attempt came after its fire time's window")
 
-// Kind is what a statement is for; it decides the statement's place among
-// those waiting for a slot.
+// Kind is what an attempt is; it decides its place among those waiting.
 type Kind int
 
 const (
@@ -25,49 +23,82 @@ const (
 	Attempt Kind = iota
 	// WonLast is an attempt on a name whose last attempt here took the lock.
 	WonLast
-	// Held is a release or an extension of a lock this executor holds.
-	Held
 	kinds
 )
 
-// Slots bounds statements in flight to Size. Releases and extensions (Held) go
-// ahead of every waiting attempt, in turn; then attempts on names this executor
-// took at their last attempt (WonLast), then the others. Attempts of one kind go
-// in random order, as database/sql hands out connections.
+// Slots bounds attempts in flight to Limit, and hands the attempts that wait
+// for one to the next attempt that gets one, up to Batch together.
 //
-// Why WonLast first: at a herd's tick every pod has an attempt waiting for each
-// job. Were each pod's order random, a job would wait for the earliest of the
-// pods' random places for it; with the last winner's attempt first, each job
-// is tried within the first share of some pod's queue. No pod learns from
-// another, and the lock, not the order, decides who runs.
-type Slots struct {
-	// Size is how many statements may be in flight at once.
-	Size int
+// Releases and extensions do not come here: they never wait for attempts.
+//
+// Who goes first: attempts on names this executor took at their last attempt
+// (WonLast), then the others, each kind in random order, as database/sql hands
+// out connections. At a herd's tick every pod has an attempt waiting for each
+// job; with the last winner's attempt first, each job that ran before is tried
+// early by some pod. No pod learns from another, and the lock, not the order,
+// decides who runs.
+type Slots[T any] struct {
+	// Limit is how many attempts may be in flight at once.
+	Limit int
+	// Batch is the most attempts one grant carries, its own included.
+	Batch int
 
 	mu      sync.Mutex
-	used    int // statements in flight
-	waiting [kinds][]*slotWaiter
+	used    int // attempts in flight
+	waiting [kinds][]*waiter[T]
 }
 
-type slotWaiter struct {
-	granted bool
-	ready   chan struct{}
+type waiter[T any] struct {
+	v      T
+	state  state
+	riders []T // for a leader: the attempts it sends with its own
+	ready  chan struct{}
 }
 
-// New returns slots for n statements in flight.
-func New(n int) *Slots { return &Slots{Size: n} }
+type state int
 
-// Acquire waits for a slot for a statement of kind k, and returns the function
-// that gives it back. The wait ends with ctx, with ErrLate at end, or with
-// context.DeadlineExceeded at deadline; a zero end or deadline is none.
-func (s *Slots) Acquire(ctx context.Context, k Kind, end, deadline time.Time) (func(), error) {
+const (
+	waiting state = iota
+	leading       // holds a slot, and sends riders with its own attempt
+	riding        // sent by a leader; holds no slot
+)
+
+// Grant is what Acquire gave an attempt: a slot of its own, from which it
+// sends its attempt and Riders' together, or a seat in another attempt's
+// batch (Rider), whose leader reports its result.
+type Grant[T any] struct {
+	Riders []T
+	Rider  bool
+	done   func()
+}
+
+// Done gives the grant's slot back; a rider has none.
+func (g Grant[T]) Done() {
+	if g.done != nil {
+		g.done()
+	}
+}
+
+// New returns slots for limit attempts in flight, batch attempts at most to a
+// grant (1: each attempt alone).
+func New[T any](limit, batch int) *Slots[T] {
+	return &Slots[T]{Limit: max(limit, 1), Batch: max(batch, 1)}
+}
+
+// Acquire waits for a slot for attempt v of kind k. An attempt that finds a
+// slot free and nobody waiting goes at once and alone: a lone job pays nothing
+// for batching. The wait ends with ctx, with ErrLate at end, or with
+// context.DeadlineExceeded at deadline; a zero end or deadline is none. Once
+// granted, a leader must send every rider's attempt and call Done after; a
+// rider must wait for its leader's word.
+func (s *Slots[T]) Acquire(ctx context.Context, k Kind, v T, end, deadline time.Time) (Grant[T], error) {
 	s.mu.Lock()
-	if s.used < s.Size && !s.aheadOf(k) {
+	if s.used < s.Limit && !s.queued() {
 		s.used++
 		s.mu.Unlock()
-		return s.give, nil
+		return Grant[T]{done: s.give}, nil
 	}
-	w := &slotWaiter{ready: make(chan struct{})}
+	w := &waiter[T]{v: v, ready: make(chan struct{})}
 	s.waiting[k] = append(s.waiting[k], w)
 	s.mu.Unlock()
 	cause := ErrLate
@@ -82,67 +113,76 @@ func (s *Slots) Acquire(ctx context.Context, k Kind, end, deadline time.Time) (f
 	}
 	select {
 	case <-w.ready:
-		return s.give, nil
 	case <-ctx.Done():
 		cause = context.Cause(ctx)
 	case <-timeout:
 	}
 	s.mu.Lock()
-	granted := w.granted
-	if !granted {
-		s.waiting[k] = slices.DeleteFunc(s.waiting[k], func(x *slotWaiter) bool { return x == w })
+	defer s.mu.Unlock()
+	switch w.state {
+	case leading:
+		return Grant[T]{Riders: w.riders, done: s.give}, nil
+	case riding:
+		return Grant[T]{Rider: true}, nil
 	}
-	s.mu.Unlock()
-	if granted {
-		s.give()
-	}
-	return nil, cause
+	s.waiting[k] = remove(s.waiting[k], w)
+	return Grant[T]{}, cause
 }
 
-// aheadOf reports whether a statement of kind k, or of a kind that goes
-// before k, waits. s.mu must be held.
-func (s *Slots) aheadOf(k Kind) bool {
-	for ; k < kinds; k++ {
-		if len(s.waiting[k]) > 0 {
-			return true
-		}
-	}
-	return false
-}
+// queued reports whether an attempt waits. s.mu must be held.
+func (s *Slots[T]) queued() bool { return len(s.waiting[WonLast])+len(s.waiting[Attempt]) > 0 }
 
-// give returns a slot: to the first release or extension waiting, else to a
-// waiting attempt of the first kind that has one, picked at random.
-func (s *Slots) give() {
+// give returns a slot: to the next waiting attempt, with up to Batch-1 more
+// riding with it.
+func (s *Slots[T]) give() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var w *slotWaiter
-	switch q := &s.waiting; {
-	case len(q[Held]) > 0:
-		w, q[Held] = q[Held][0], q[Held][1:]
-	case len(q[WonLast]) > 0:
-		w = takeRandom(&q[WonLast])
-	case len(q[Attempt]) > 0:
-		w = takeRandom(&q[Attempt])
-	default:
+	lead := s.next()
+	if lead == nil {
 		s.used--
 		return
 	}
-	w.granted = true
-	close(w.ready)
+	lead.state = leading
+	for len(lead.riders) < s.Batch-1 {
+		w := s.next()
+		if w == nil {
+			break
+		}
+		w.state = riding
+		lead.riders = append(lead.riders, w.v)
+		close(w.ready)
+	}
+	close(lead.ready)
 }
 
-// takeRandom removes a waiter picked at random from q.
-func takeRandom(q *[]*slotWaiter) *slotWaiter {
-	i, last := rand.IntN(len(*q)), len(*q)-1
-	w := (*q)[i]
-	(*q)[i], (*q)[last] = (*q)[last], nil
-	*q = (*q)[:last]
-	return w
+// next takes the waiter to go next: of the first kind that has one, picked at
+// random. s.mu must be held.
+func (s *Slots[T]) next() *waiter[T] {
+	for _, k := range [...]Kind{WonLast, Attempt} {
+		if q := &s.waiting[k]; len(*q) > 0 {
+			i, last := rand.IntN(len(*q)), len(*q)-1
+			w := (*q)[i]
+			(*q)[i], (*q)[last] = (*q)[last], nil
+			*q = (*q)[:last]
+			return w
+		}
+	}
+	return nil
+}
+
+func remove[T any](q []*waiter[T], w *waiter[T]) []*waiter[T] {
+	for i, x := range q {
+		if x == w {
+			q[i], q[len(q)-1] = q[len(q)-1], nil
+			return q[:len(q)-1]
+		}
+	}
+	return q
 }
 
 // Waiting reports how many attempts wait for a slot, of kind Attempt and of
 // kind WonLast.
-func (s *Slots) Waiting() (attempts, wonLast int) {
+func (s *Slots[T]) Waiting() (attempts, wonLast int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.waiting[Attempt]), len(s.waiting[WonLast])

@@ -3,34 +3,34 @@ package inflight
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 )
 
-// request asks s for a slot in a goroutine; the channel gets its done func
-// once granted.
-func request(s *Slots, k Kind) <-chan func() {
-	got := make(chan func(), 1)
+// request asks s for a slot for v in a goroutine; the channel gets the grant.
+func request(s *Slots[int], k Kind, v int) <-chan Grant[int] {
+	got := make(chan Grant[int], 1)
 	go func() {
-		if done, err := s.Acquire(context.Background(), k, time.Time{}, time.Time{}); err == nil {
-			got <- done
+		if g, err := s.Acquire(context.Background(), k, v, time.Time{}, time.Time{}); err == nil {
+			got <- g
 		}
 	}()
 	return got
 }
 
-func granted(t *testing.T, got <-chan func()) func() {
+func granted(t *testing.T, got <-chan Grant[int]) Grant[int] {
 	t.Helper()
 	select {
-	case done := <-got:
-		return done
+	case g := <-got:
+		return g
 	case <-time.After(5 * time.Second):
 		t.Fatal("slot not granted")
-		return nil
+		return Grant[int]{}
 	}
 }
 
-func notGranted(t *testing.T, got <-chan func()) {
+func notGranted(t *testing.T, got <-chan Grant[int]) {
 	t.Helper()
 	select {
 	case <-got:
@@ -40,60 +40,135 @@ func notGranted(t *testing.T, got <-chan func()) {
 }
 
 // queued polls until, of each kind, as many as want wait.
-func queued(t *testing.T, s *Slots, want [kinds]int) {
+func queued(t *testing.T, s *Slots[int], attempts, wonLast int) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		var got [kinds]int
-		s.mu.Lock()
-		for k := range got {
-			got[k] = len(s.waiting[k])
-		}
-		s.mu.Unlock()
-		if got == want {
+		a, w := s.Waiting()
+		if a == attempts && w == wonLast {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("waiting (Attempt, WonLast, Held): %v; want %v", got, want)
+			t.Fatalf("waiting (Attempt, WonLast): %d, %d; want %d, %d", a, w, attempts, wonLast)
 		}
 		time.Sleep(time.Millisecond) // poll interval
 	}
 }
 
-// Releases and extensions go before every waiting attempt, attempts on names
-// won last before the others, and no more than size statements are in flight.
-func TestSlots(t *testing.T) {
-	s := New(2)
-	a1, a2 := granted(t, request(s, Attempt)), granted(t, request(s, Attempt))
-	waiting := request(s, Attempt)
-	queued(t, s, [kinds]int{1, 0, 0})
-	again := request(s, WonLast)
-	queued(t, s, [kinds]int{1, 1, 0})
-	r := request(s, Held)
-	queued(t, s, [kinds]int{1, 1, 1})
+// No more than Limit attempts are in flight; a lone attempt goes at once and
+// alone; attempts on names won last go before the others.
+func TestSlotsOrder(t *testing.T) {
+	s := New[int](2, 1)
+	a1, a2 := granted(t, request(s, Attempt, 1)), granted(t, request(s, Attempt, 2))
+	if a1.Rider || a2.Rider || len(a1.Riders)+len(a2.Riders) != 0 {
+		t.Fatalf("lone attempts got %+v, %+v; want a slot each, alone", a1, a2)
+	}
+	waiting := request(s, Attempt, 3)
+	queued(t, s, 1, 0)
+	again := request(s, WonLast, 4)
+	queued(t, s, 1, 1)
 	notGranted(t, waiting)
 	notGranted(t, again)
-	notGranted(t, r)
-	a1()
-	rDone := granted(t, r) // before the attempts that waited longer
-	notGranted(t, waiting)
-	notGranted(t, again)
-	a2()
+	a1.Done()
 	againDone := granted(t, again) // before the attempt that waited longer
 	notGranted(t, waiting)
-	rDone()
-	granted(t, waiting)()
-	againDone()
+	a2.Done()
+	granted(t, waiting).Done()
+	againDone.Done()
 	if s.used != 0 {
 		t.Fatalf("slots left in use: %d", s.used)
+	}
+}
+
+// When a slot frees, the next attempt takes the queue with it, up to Batch
+// in all; the riders hold no slot.
+func TestSlotsBatch(t *testing.T) {
+	s := New[int](1, 3)
+	first := granted(t, request(s, Attempt, 0))
+	var waiting []<-chan Grant[int]
+	for v := 1; v <= 4; v++ {
+		waiting = append(waiting, request(s, Attempt, v))
+	}
+	queued(t, s, 4, 0)
+	first.Done()
+	var leaders, riders int
+	var carried []int
+	var leader Grant[int]
+	for range 3 {
+		g := receiveAny(t, waiting)
+		if g.Rider {
+			riders++
+			continue
+		}
+		leaders++
+		leader = g
+		carried = append(carried, g.Riders...)
+	}
+	if leaders != 1 || riders != 2 || len(carried) != 2 {
+		t.Fatalf("a batch of %d leaders, %d riders carrying %v; want 1 leader carrying 2 riders", leaders, riders, carried)
+	}
+	queued(t, s, 1, 0)
+	if s.used != 1 {
+		t.Fatalf("in flight: %d; want the leader's 1", s.used)
+	}
+	leader.Done()
+	last := receiveAny(t, waiting)
+	if last.Rider || len(last.Riders) != 0 {
+		t.Fatalf("the last attempt: %+v; want a slot of its own", last)
+	}
+	last.Done()
+	if s.used != 0 {
+		t.Fatalf("slots left in use: %d", s.used)
+	}
+}
+
+// receiveAny waits for the next grant on any of chans.
+func receiveAny(t *testing.T, chans []<-chan Grant[int]) Grant[int] {
+	t.Helper()
+	deadline := time.After(5 * time.Second)
+	for {
+		for _, c := range chans {
+			select {
+			case g := <-c:
+				return g
+			default:
+			}
+		}
+		select {
+		case <-deadline:
+			t.Fatal("no grant")
+		case <-time.After(time.Millisecond): // poll interval
+		}
+	}
+}
+
+// A batch takes attempts on names won last before the others.
+func TestSlotsBatchTakesWonLastFirst(t *testing.T) {
+	s := New[int](1, 3)
+	first := granted(t, request(s, Attempt, 0))
+	chans := []<-chan Grant[int]{request(s, Attempt, 1), request(s, Attempt, 2)}
+	queued(t, s, 2, 0)
+	chans = append(chans, request(s, WonLast, 3), request(s, WonLast, 4))
+	queued(t, s, 2, 2)
+	first.Done()
+	var carried []int
+	for range 3 {
+		if g := receiveAny(t, chans); !g.Rider {
+			carried = append(carried, g.Riders...)
+			defer g.Done()
+		}
+	}
+	a, w := s.Waiting()
+	if a != 1 || w != 0 || !(slices.Contains(carried, 3) || slices.Contains(carried, 4)) {
+		t.Fatalf("after the batch: %d attempts and %d won-last wait, riders %v; want both won-last in the batch", a, w, carried)
 	}
 }
 
 // A waiter gives up with its context's cause, or ErrLate at its end, and
 // holds nothing after.
 func TestSlotsWaitEnds(t *testing.T) {
-	s := New(1)
-	done, err := s.Acquire(context.Background(), Attempt, time.Time{}, time.Time{})
+	s := New[int](1, 8)
+	g, err := s.Acquire(context.Background(), Attempt, 0, time.Time{}, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,19 +176,19 @@ func TestSlotsWaitEnds(t *testing.T) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	cancel(cause)
 	for k := range kinds {
-		if _, err := s.Acquire(ctx, k, time.Time{}, time.Time{}); !errors.Is(err, cause) {
+		if _, err := s.Acquire(ctx, k, 1, time.Time{}, time.Time{}); !errors.Is(err, cause) {
 			t.Fatalf("acquire(kind %d): %v, want the cause", k, err)
 		}
 	}
 	soon, later := time.Now().Add(time.Millisecond), time.Now().Add(time.Hour)
-	if _, err := s.Acquire(context.Background(), Attempt, soon, later); !errors.Is(err, ErrLate) {
+	if _, err := s.Acquire(context.Background(), Attempt, 2, soon, later); !errors.Is(err, ErrLate) {
 		t.Fatalf("attempt past its window: %v, want ErrLate", err)
 	}
-	if _, err := s.Acquire(context.Background(), WonLast, later, soon); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := s.Acquire(context.Background(), WonLast, 3, later, soon); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("attempt past its deadline: %v, want DeadlineExceeded", err)
 	}
-	done()
-	if s.used != 0 || s.aheadOf(Attempt) {
+	g.Done()
+	if a, w := s.Waiting(); s.used != 0 || a+w != 0 {
 		t.Fatal("a waiter that gave up is still counted")
 	}
 }

@@ -105,7 +105,7 @@ func TestAttemptOnNameWonLastGoesFirst(t *testing.T) {
 }
 
 // queued reports whether n attempts wait for a slot.
-func queued(s *inflight.Slots, n int) bool {
+func queued(s *inflight.Slots[*attempt], n int) bool {
 	a, w := s.Waiting()
 	return a+w == n
 }

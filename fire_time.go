@@ -1,0 +1,61 @@
+package shedlock
+
+import (
+	"context"
+	"time"
+)
+
+// A herd is many jobs firing at one tick on many pods, draining at the store's
+// pace. An attempt gives up once its fire time's window has passed (no tick
+// runs twice); a pod keeps its attempts within its pool and sends those that
+// queue together (in_flight.go), and its releases and extensions never wait
+// for them.
+
+type fireTimeKey struct{}
+
+// ContextWithFireTime returns ctx carrying fire, the time the run is due: the
+// cron tick it belongs to. Run (and WithLock and Wrap jobs, which are given the
+// time cron called them) then gives up an attempt made more than half of
+// LockAtLeastFor after fire, skipping the run (SkipLate, and (false, nil)).
+// Without a fire time, or with the zero time, Run takes the moment it was
+// called as the fire time. A fire time so old that the attempt is late at once
+// is logged at warn level, once per name.
+//
+// Why: an instance that takes the lock at a tick holds it for at least
+// LockAtLeastFor. A later attempt, from a pod whose herd of jobs took that
+// long to drain, could take the lock after that tick's run released it, and
+// run the tick twice. The window is half of LockAtLeastFor after fire; the
+// other half covers instances whose clocks are apart, and the time a statement
+// waits in the store. With LockAtLeastFor 0 there is no window: the lock alone
+// decides, as without a fire time.
+//
+// The limit: a job is skipped at a tick if no instance reaches it within the
+// window. Each pod sends the attempts that queue at it together, hundreds to a
+// statement where the provider can (BatchLocker), its last winners' first
+// (see WithMaxInFlight), so that a pod's whole herd is tried within a few
+// round trips.
+func ContextWithFireTime(ctx context.Context, fire time.Time) context.Context {
+	return context.WithValue(ctx, fireTimeKey{}, fire)
+}
+
+// FireTimeFromContext returns the fire time ContextWithFireTime put in ctx.
+func FireTimeFromContext(ctx context.Context) (time.Time, bool) {
+	t, ok := ctx.Value(fireTimeKey{}).(time.Time)
+	return t, ok
+}
+
+// windowEnd is when an attempt of cfg made at called, in ctx, becomes late;
+// zero when it cannot: with LockAtLeastFor 0 the lock alone decides. Without
+// a fire time in ctx, or with the zero time, called stands for it: a run that
+// waited in the executor's queue past the window gives up rather than take a
+// lock whose tick another instance already ran.
+func windowEnd(ctx context.Context, cfg LockConfig, called time.Time) time.Time {
+	if cfg.LockAtLeastFor <= 0 {
+		return time.Time{}
+	}
+	fire, ok := FireTimeFromContext(ctx)
+	if !ok || fire.IsZero() {
+		fire = called
+	}
+	return fire.Add(cfg.LockAtLeastFor / 2)
+}

@@ -1,0 +1,166 @@
+package shedlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/shedlock-go/shedlock/internal/inflight"
+)
+
+// errLate stands for an attempt past its fire time's window.
+var errLate = inflight.ErrLate
+
+// PoolSizer is a LockProvider that can tell the most connections its client
+// opens at once. The SQL providers report their *sql.DB's MaxOpenConnections
+// (0: no limit), shedlockredis its client's PoolSize.
+type PoolSizer interface {
+	PoolSize() int
+}
+
+// defaultInFlight bounds an executor's statements in flight when its provider
+// does not tell its pool's size, or has no limit (database/sql's default).
+const defaultInFlight = 8
+
+// maxBatch is the most attempts one statement carries: at a herd's tick a
+// pod's queue of a thousand attempts goes in a few round trips, while one
+// statement stays far inside every store's limit on parameters and keys.
+const maxBatch = 512
+
+// WithMaxInFlight bounds the executor's statements in flight at once to n. By
+// default n is the provider's pool size (PoolSizer), read at the first
+// attempt, or 8 when it has none. Attempts use at most n-1 of them (1 when n
+// is 1), so that one connection stays free for releases and extensions, which
+// never wait for attempts: a lock this instance holds is kept and freed in one
+// statement's time, even while every attempt hangs on rows another
+// transaction holds. n must be >= 1.
+//
+// Attempts beyond the bound wait, and go together: when one ends, the next
+// takes the queue with it, up to 512 attempts, in one batch statement where
+// the provider can (BatchLocker), else one at a time. Attempts on names whose
+// last attempt here took the lock go first, then the others, each in random
+// order. An attempt that finds a slot free and no queue goes at once, alone.
+//
+// Size it as the pool: with N pods each firing M jobs at one tick, each pod
+// opens at most n connections, and the store sees about N×M/512 batch
+// statements rather than N×M; the store must allow N×n connections besides
+// its other clients. An executor bounds only its own statements: tasks that
+// use the same pool, and other executors on it, add to it.
+func WithMaxInFlight(n int) ExecutorOption {
+	return func(o *executorOptions) error {
+		if n < 1 {
+			return fmt.Errorf("%w: WithMaxInFlight(%d): must be >= 1", ErrInvalidOption, n)
+		}
+		o.maxInFlight = n
+		return nil
+	}
+}
+
+// attempt is one run's try for its lock while it waits for a slot, and the
+// answer its batch's leader leaves it.
+type attempt struct {
+	ctx    context.Context
+	cfg    LockConfig
+	end    time.Time // the window's end; zero: none
+	answer chan LockResult
+}
+
+// inFlight returns the executor's bound, sized at its first use.
+func (e *Executor) inFlight() *inflight.Slots[*attempt] {
+	e.slotsOnce.Do(func() {
+		n := e.maxInFlight
+		if ps, ok := e.provider.(PoolSizer); ok && n == 0 {
+			n = ps.PoolSize()
+		}
+		if n <= 0 {
+			n = defaultInFlight
+		}
+		batch := 1
+		if _, ok := e.provider.(BatchLocker); ok {
+			batch = maxBatch
+		}
+		e.slots = inflight.New[*attempt](max(n-1, 1), batch)
+	})
+	return e.slots
+}
+
+// tryLock takes the lock within the acquire timeout (WithAcquireTimeout), or
+// the caller's deadline if it is sooner: a cron or fixed-delay run has no
+// deadline of its own, and a store that hangs must not hold it for good. It
+// waits for a slot first, and gives up with errLate once end, the window of
+// its fire time, has passed (zero: no window). The attempt's context is made
+// once it has its slot: at a herd's tick, every waiting attempt costs its pod
+// only a timer.
+func (e *Executor) tryLock(ctx context.Context, cfg LockConfig, kind inflight.Kind, end time.Time) (Lock, error) {
+	deadline := time.Now().Add(e.acquireTimeout)
+	a := &attempt{ctx: ctx, cfg: cfg, end: end, answer: make(chan LockResult, 1)}
+	s := e.inFlight()
+	g, err := s.Acquire(ctx, kind, a, end, deadline)
+	switch {
+	case errors.Is(err, errLate):
+		return nil, errLate
+	case err != nil:
+		return nil, fmt.Errorf("shedlock: lock %q: wait for one of the executor's %d attempts in flight: %w", cfg.Name, s.Limit, err)
+	case g.Rider:
+		r := <-a.answer
+		return r.Lock, r.Err
+	}
+	defer g.Done()
+	if len(g.Riders) == 0 {
+		if !end.IsZero() && !time.Now().Before(end) {
+			return nil, errLate
+		}
+		ctx, cancel := context.WithDeadline(ctx, deadline)
+		defer cancel()
+		return e.provider.TryLock(ctx, cfg)
+	}
+	e.sendBatch(append(g.Riders, a), deadline)
+	r := <-a.answer
+	return r.Lock, r.Err
+}
+
+// sendBatch sends the attempts in one batch, those still in their window and
+// wanted, and answers each. The statement runs under a context of its own,
+// bounded by deadline: one caller that gives up must not fail the others'
+// attempts.
+func (e *Executor) sendBatch(batch []*attempt, deadline time.Time) {
+	now := time.Now()
+	sent := batch[:0]
+	cfgs := make([]LockConfig, 0, len(batch))
+	for _, a := range batch {
+		switch {
+		case !a.end.IsZero() && !now.Before(a.end):
+			a.answer <- LockResult{Err: errLate}
+		case a.ctx.Err() != nil:
+			a.answer <- LockResult{Err: context.Cause(a.ctx)}
+		default:
+			sent = append(sent, a)
+			cfgs = append(cfgs, a.cfg)
+		}
+	}
+	if len(sent) == 0 {
+		return
+	}
+	ctx, cancel := context.WithDeadline(context.WithoutCancel(sent[0].ctx), deadline)
+	defer cancel()
+	if len(sent) == 1 {
+		l, err := e.provider.TryLock(ctx, sent[0].cfg)
+		sent[0].answer <- LockResult{Lock: l, Err: err}
+		return
+	}
+	results, err := e.provider.(BatchLocker).TryLockBatch(ctx, cfgs)
+	if err == nil && len(results) != len(sent) {
+		err = fmt.Errorf("shedlock: TryLockBatch returned %d results for %d attempts", len(results), len(sent))
+	}
+	for i, a := range sent {
+		switch {
+		case err != nil:
+			a.answer <- LockResult{Err: err}
+		case results[i].Lock == nil && results[i].Err == nil:
+			a.answer <- LockResult{Err: fmt.Errorf("shedlock: lock %q: TryLockBatch returned neither a lock nor an error", a.cfg.Name)}
+		default:
+			a.answer <- results[i]
+		}
+	}
+}

@@ -1,0 +1,203 @@
+package shedlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"time"
+
+	"github.com/shedlock-go/shedlock/internal/jobname"
+)
+
+// run is one call of Run: it takes the lock, runs the task on a lease, and
+// releases the lock, telling the listeners each step. Its methods read in the
+// order they happen.
+type run struct {
+	e     *Executor
+	ctx   context.Context // the caller's
+	cfg   LockConfig
+	key   string // the name as the store compares it
+	id    RunID
+	start time.Time // when Run was called; the acquisition was sent after it
+}
+
+// run is Run on a checked config and task.
+func (e *Executor) run(ctx context.Context, cfg LockConfig, task func(ctx context.Context) error, o jobOptions) (ran bool, err error) {
+	r := &run{e: e, ctx: ctx, cfg: cfg, key: jobname.Key(cfg.Name)}
+	entered, kind, err := e.enter(r.key, cfg.Name)
+	if err != nil {
+		return false, err
+	}
+	r.start = time.Now()
+	if e.events != nil {
+		r.id = e.seq.next()
+		r.emit(r.event(EventAttempt), time.Time{})
+	}
+	if !entered {
+		return false, r.skip(SkipRunningHere, "still running in this process")
+	}
+	lock, err := r.e.tryLock(ctx, cfg, kind, r.window())
+	defer e.leave(r.key, err == nil, errors.Is(err, ErrNotAcquired))
+	if err != nil {
+		return false, r.notTaken(err)
+	}
+	if e.base.Err() != nil { // Stop began while the lock was being taken
+		r.emit(r.acquired(lockEnd(r.start, cfg.LockAtMostFor)), r.start)
+		return false, errors.Join(ErrStopped, r.release(lock))
+	}
+	return true, r.hold(lock, task, o.keepAlive)
+}
+
+// window is the end of the run's window (see windowEnd), warning once per
+// name when the run comes after it.
+func (r *run) window() time.Time {
+	end := windowEnd(r.ctx, r.cfg, r.start)
+	if !end.IsZero() && !r.start.Before(end) {
+		r.e.warnLateOnce(r.ctx, r.key, r.cfg.Name)
+	}
+	return end
+}
+
+// notTaken reports why the lock was not taken, and returns what Run does:
+// nil when the run is skipped, the store's error when it failed.
+func (r *run) notTaken(err error) error {
+	switch {
+	case errors.Is(err, errLate):
+		return r.skip(SkipLate, "past its fire time's window")
+	case errors.Is(err, ErrNotAcquired):
+		return r.skip(SkipHeldElsewhere, "lock held elsewhere")
+	}
+	level := slog.LevelError
+	if r.ctx.Err() != nil || r.e.base.Err() != nil {
+		level = slog.LevelDebug // the caller, or Stop, gave up: not a store failure
+	}
+	r.e.log.Log(r.ctx, level, "shedlock: could not take lock; task not run", "lock", r.cfg.Name, "error", err)
+	ev := r.event(EventStoreError)
+	ev.Err = err
+	r.emit(ev, r.start)
+	return err
+}
+
+// skip reports a run whose task does not run; it is not an error.
+func (r *run) skip(why SkipReason, msg string) error {
+	r.e.log.Log(r.ctx, r.e.skipLevel, "shedlock: skipped, "+msg, "lock", r.cfg.Name)
+	ev := r.event(EventSkipped)
+	ev.Skip = why
+	r.emit(ev, r.start)
+	return nil
+}
+
+// errGoexit stands for the error of a task that called runtime.Goexit.
+var errGoexit = errors.New("shedlock: task called runtime.Goexit")
+
+// hold runs the task on a lease of lock, then releases the lock, even when
+// the task panics or calls runtime.Goexit.
+func (r *run) hold(lock Lock, task func(ctx context.Context) error, keepAlive bool) error {
+	l := newLease(r.ctx, r.cfg, lock, r.start, keepAlive, r.id, r.e.leaseHooks())
+	r.e.addLease(l)
+	var taskStart time.Time
+	if r.e.events != nil {
+		taskStart = time.Now()
+	}
+	returned := false
+	defer func() {
+		if !returned { // runtime.Goexit: the goroutine ends, the lock must not stay
+			r.e.log.ErrorContext(r.ctx, "shedlock: task called runtime.Goexit; its goroutine ends, its lock is released",
+				"lock", r.cfg.Name)
+			r.finished(l, errGoexit, TaskFailed, taskStart)
+			_ = r.release(lock)
+		}
+	}()
+	panicked, taskErr := runTask(l, r.cfg.Name, task)
+	returned = true
+	result := r.e.taskResult(r.ctx, taskErr, panicked)
+	r.e.logTask(r.ctx, r.cfg.Name, taskErr, result)
+	r.finished(l, taskErr, result, taskStart)
+	if relErr := r.release(lock); relErr != nil {
+		return errors.Join(taskErr, relErr)
+	}
+	return taskErr
+}
+
+// finished ends the lease and reports how the task ended.
+func (r *run) finished(l *lease, err error, result TaskResult, taskStart time.Time) {
+	cause := taskCause(l)
+	l.finish()
+	ev := r.event(EventFinished)
+	ev.Err, ev.Result, ev.Cause = err, result, cause
+	r.emit(ev, taskStart)
+}
+
+// release unlocks with a context of its own, so that a cancelled task context
+// cannot keep the lock held, and logs a failure. It does not wait for the
+// executor's attempts.
+func (r *run) release(lock Lock) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), r.e.releaseTimeout)
+	defer cancel()
+	if err := lock.Unlock(ctx); err != nil {
+		r.e.log.ErrorContext(r.ctx, "shedlock: release failed; the lock stays held until its lock_until",
+			"lock", r.cfg.Name, "error", err)
+		ev := r.event(EventReleaseFailed)
+		ev.Err = err
+		r.emit(ev, r.start)
+		return err
+	}
+	r.emit(r.event(EventReleased), r.start)
+	return nil
+}
+
+// event is an event of this run.
+func (r *run) event(kind EventKind) Event { return Event{Kind: kind, Run: r.id, Config: r.cfg} }
+
+// acquired is the run's EventAcquired, with the end its task may count on.
+func (r *run) acquired(until time.Time) Event {
+	ev := r.event(EventAcquired)
+	ev.Until = until
+	return ev
+}
+
+// emit hands ev to the listeners (see Executor.emit).
+func (r *run) emit(ev Event, from time.Time) { r.e.emit(r.ctx, ev, from) }
+
+// runTask runs task on the lease, turning a panic into ErrTaskPanicked.
+func runTask(ctx context.Context, name string, task func(context.Context) error) (panicked bool, err error) {
+	defer func() {
+		if rec := recover(); rec != nil {
+			panicked, err = true, fmt.Errorf("%w: lock %q: %v\n%s", ErrTaskPanicked, name, rec, debug.Stack())
+		}
+	}()
+	return false, task(ctx)
+}
+
+// taskCause is the cause of the task's context if it has ended, else nil.
+func taskCause(ctx context.Context) error {
+	if ctx.Err() == nil {
+		return nil
+	}
+	return context.Cause(ctx)
+}
+
+func (e *Executor) taskResult(ctx context.Context, err error, panicked bool) TaskResult {
+	switch {
+	case panicked:
+		return TaskPanicked
+	case err == nil:
+		return TaskOK
+	case (errors.Is(err, context.Canceled) || errors.Is(err, ErrStopped)) && (ctx.Err() != nil || e.base.Err() != nil):
+		return TaskCancelled // stopped by its caller or by Stop, as asked: not a failure
+	default:
+		return TaskFailed
+	}
+}
+
+func (e *Executor) logTask(ctx context.Context, name string, err error, result TaskResult) {
+	switch result {
+	case TaskOK:
+	case TaskCancelled:
+		e.log.InfoContext(ctx, "shedlock: task ended on cancellation", "lock", name, "error", err)
+	default:
+		e.log.ErrorContext(ctx, "shedlock: task failed", "lock", name, "error", err)
+	}
+}
