@@ -129,9 +129,16 @@ func (p *Provider) batchScripts(valid []int, locks []*lock) []*batchScript {
 
 // runBatch sends every script by EVALSHA in one pipeline, and those whose
 // server had not seen the script (NOSCRIPT: a restart, a failover, a new
-// node) again by EVAL, in a second. It returns an error only when every
+// node) again by EVAL, in a second; a lone script, as TryLock sends its own. It returns an error only when every
 // script failed, or ctx ended: then nothing is known of the batch.
 func (p *Provider) runBatch(ctx context.Context, scripts []*batchScript) error {
+	if len(scripts) == 1 {
+		// Not a pipeline: go-redis (v9.23, measured) drops a connection after a
+		// pipeline that got an error reply, NOSCRIPT included, and dials anew.
+		s := scripts[0]
+		s.cmd = p.batch.Run(ctx, p.client, s.keys, s.args...)
+		return s.cmd.Err()
+	}
 	pipe := p.client.Pipeline()
 	for _, s := range scripts {
 		s.cmd = p.batch.EvalSha(ctx, pipe, s.keys, s.args...)
