@@ -12,9 +12,8 @@ import (
 	"github.com/shedlock-go/shedlock"
 )
 
-// TryLockBatch makes one attempt on each of cfgs in one round trip: one
-// script (batchAcquireScript, by EVALSHA) that does for each lock what
-// TryLock's script does, in the order of the lock keys. On a Cluster client a
+// TryLockBatch makes one attempt on each of cfgs in one round trip: one Lua
+// script, by EVALSHA, that does for each lock what TryLock's script does, in the order of the lock keys. On a Cluster client a
 // script may touch only one hash slot, so there is one script per slot, all
 // sent in one pipeline, which go-redis sends to each node at once: one round
 // trip per node. A Ring's shards are not known to the provider, so on a Ring,

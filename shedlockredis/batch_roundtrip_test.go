@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/shedlock-go/shedlock"
+	"github.com/shedlock-go/shedlock/shedlockredis"
 )
 
 // roundTrips counts, per server address, how often a client's connections
@@ -145,4 +146,37 @@ func TestBatchOneRoundTrip(t *testing.T) {
 			}
 		}
 	}
+}
+
+// BenchmarkBatch300 compares one batch of 300 attempts on free names with 300
+// TryLocks one after another, on the test server.
+func BenchmarkBatch300(b *testing.B) {
+	p := newProvider(b, newClient(b), shedlockredis.WithEnv(newEnv(b)))
+	ctx := context.Background()
+	cfgs := func(round int) []shedlock.LockConfig {
+		c := make([]shedlock.LockConfig, 300)
+		for i := range c {
+			c[i] = shedlock.LockConfig{Name: strconv.Itoa(round*len(c) + i), LockAtMostFor: 10 * time.Second}
+		}
+		return c
+	}
+	_, err := p.TryLock(ctx, minute("warm")) // the eviction check, out of the count
+	require.NoError(b, err)
+	round := 0
+	b.Run("TryLockBatch", func(b *testing.B) {
+		for b.Loop() {
+			round++
+			_, err := p.TryLockBatch(ctx, cfgs(round))
+			require.NoError(b, err)
+		}
+	})
+	b.Run("TryLock", func(b *testing.B) {
+		for b.Loop() {
+			round++
+			for _, cfg := range cfgs(round) {
+				_, err := p.TryLock(ctx, cfg)
+				require.NoError(b, err)
+			}
+		}
+	})
 }
