@@ -236,3 +236,23 @@ func TestBatchOnReplica(t *testing.T) {
 	assert.NotErrorIs(t, err, shedlock.ErrNotAcquired)
 	assert.ErrorContains(t, err, "READONLY")
 }
+
+// TestBatchRefusedOrEnded: the first-use check refuses an evicting server for
+// a batch as for TryLock, and an ended context ends the batch: both the
+// batch's error, with nothing taken.
+func TestBatchRefusedOrEnded(t *testing.T) {
+	t.Parallel()
+	evicting := newProvider(t, evictingServer(t, "allkeys-lru"))
+	res, err := evicting.TryLockBatch(context.Background(), []shedlock.LockConfig{minute("a"), minute("b")})
+	assert.Nil(t, res)
+	require.ErrorIs(t, err, shedlock.ErrUnsafeStore)
+
+	c := newClient(t)
+	p := newProvider(t, c, shedlockredis.WithEnv(newEnv(t)))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	res, err = p.TryLockBatch(ctx, []shedlock.LockConfig{minute("a"), minute("b")})
+	assert.Nil(t, res)
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Zero(t, c.Exists(context.Background(), p.Key("a"), p.Key("b")).Val())
+}
