@@ -30,6 +30,7 @@ type Provider struct {
 	suffix   string // @<lockedBy>:<token of this provider>-
 	seq      atomic.Uint64
 	acquire  *redis.Script
+	batch    *redis.Script
 	release  *redis.Script
 	extend   *redis.Script
 	now      func() time.Time // the time written into values, for readers only
@@ -41,6 +42,7 @@ type Provider struct {
 
 var (
 	_ shedlock.LockProvider  = (*Provider)(nil)
+	_ shedlock.BatchLocker   = (*Provider)(nil)
 	_ shedlock.ConfigChecker = (*Provider)(nil)
 	_ shedlock.PoolSizer     = (*Provider)(nil)
 )
@@ -73,6 +75,7 @@ func NewProvider(client redis.UniversalClient, opts ...Option) (*Provider, error
 		prefix:   KeyPrefix + ":" + o.env + ":",
 		suffix:   "@" + o.lockedBy + ":" + hex.EncodeToString(token[:]) + "-",
 		acquire:  redis.NewScript(acquireScript),
+		batch:    redis.NewScript(batchAcquireScript),
 		release:  redis.NewScript(releaseScript),
 		extend:   redis.NewScript(extendScript),
 		now:      time.Now,
@@ -156,13 +159,7 @@ func (p *Provider) TryLock(ctx context.Context, cfg shedlock.LockConfig) (shedlo
 		}
 		return nil, fmt.Errorf("shedlock: acquire %q: %w", cfg.Name, err)
 	}
-	l := &lock{p: p, name: cfg.Name, ttl: millis(cfg.LockAtMostFor), least: millis(cfg.LockAtLeastFor)}
-	var key string
-	key, l.value, l.keys[1] = p.keyValue(cfg.Name)
-	l.keys[0] = key
-	l.set = [...]any{"set", key, l.value, "nx", "px", l.ttl}
-	l.release = [...]any{l.set[2], nil, l.set[5]}
-	l.ends = time.Now().Add(time.Duration(l.ttl) * time.Millisecond)
+	l := p.newLock(cfg)
 	var err error
 	if l.keys[1] == "" {
 		err = p.client.Do(ctx, l.set[:]...).Err()
@@ -176,6 +173,19 @@ func (p *Provider) TryLock(ctx context.Context, cfg shedlock.LockConfig) (shedlo
 		return nil, fmt.Errorf("shedlock: acquire %q: %w", cfg.Name, withContext(ctx, err))
 	}
 	return l, nil
+}
+
+// newLock returns the handle of an acquisition of cfg about to be sent: a
+// value of its own, and the arguments of its commands boxed once.
+func (p *Provider) newLock(cfg shedlock.LockConfig) *lock {
+	l := &lock{p: p, name: cfg.Name, ttl: millis(cfg.LockAtMostFor), least: millis(cfg.LockAtLeastFor)}
+	var key string
+	key, l.value, l.keys[1] = p.keyValue(cfg.Name)
+	l.keys[0] = key
+	l.set = [...]any{"set", key, l.value, "nx", "px", l.ttl}
+	l.release = [...]any{l.set[2], nil, l.set[5]}
+	l.ends = time.Now().Add(time.Duration(l.ttl) * time.Millisecond)
+	return l
 }
 
 // FenceKey returns the key that holds the last fencing token of the lock whose

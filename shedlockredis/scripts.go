@@ -65,3 +65,45 @@ return pttl
 
 // extendNotOurs is what extendScript returns when the value is not ours.
 const extendNotOurs = -3
+
+// batchAcquireScript is acquireScript for many locks at once, all in one
+// Cluster hash slot: for each lock, in the order given, the same SET NX PX and,
+// once it is taken, the same fencing token. The keys are all in KEYS, as
+// Cluster routing and script replication need: per lock its key and, when
+// ARGV says it has one, its fence key. ARGV holds three values per lock: the
+// acquisition's value, the time to live in milliseconds, and "1" when a fence
+// key follows the lock's key in KEYS, else "0" (see FenceKey). It returns one
+// element per lock: nil when the key exists, else the token (0 for a lock that
+// has no fence key). TIME is read once, at the first acquisition: each lock's
+// token is still the larger of its own last token + 1 and the clock.
+//
+// A false in the returned table reaches the client as nil, as acquireScript's
+// lone false does; a nil would end the table there.
+const batchAcquireScript = `
+if redis.replicate_commands then redis.replicate_commands() end
+local out, k, now = {}, 1, nil
+for i = 1, #ARGV, 3 do
+  local key, fenceKey = KEYS[k], nil
+  k = k + 1
+  if ARGV[i + 2] == '1' then
+    fenceKey = KEYS[k]
+    k = k + 1
+  end
+  local got = false
+  if redis.call('SET', key, ARGV[i], 'NX', 'PX', ARGV[i + 1]) then
+    got = 0
+    if fenceKey then
+      if not now then
+        local t = redis.call('TIME')
+        now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+      end
+      local fence = tonumber(redis.call('GET', fenceKey) or '0') + 1
+      if fence < now then fence = now end
+      redis.call('SET', fenceKey, string.format('%.0f', fence))
+      got = fence
+    end
+  end
+  out[#out + 1] = got
+end
+return out
+`
