@@ -98,10 +98,14 @@ func NewExecutor(p LockProvider, opts ...ExecutorOption) *Executor {
 // and is logged at error level. After Stop, Run returns ErrStopped and runs
 // nothing.
 //
-// When ctx carries the run's fire time (ContextWithFireTime), an attempt made
-// more than half of LockAtLeastFor after it is skipped: (false, nil). The
-// executor keeps its statements in flight within the provider's pool, and
-// sends releases ahead of waiting attempts (WithMaxInFlight).
+// An attempt made more than half of LockAtLeastFor after the run's fire time
+// is skipped: (false, nil). The fire time is the one ctx carries
+// (ContextWithFireTime, as WithLock and Schedule jobs are given), else the
+// moment Run was called: so a run that waited in the executor's queue at a
+// herd's tick gives up rather than take a lock whose tick another instance
+// already ran. The executor keeps its attempts in flight within the provider's
+// pool, sends those that queue together, and never makes a release or an
+// extension wait for them (WithMaxInFlight).
 func (e *Executor) Run(ctx context.Context, cfg LockConfig, task func(ctx context.Context) error) (ran bool, err error) {
 	return e.RunWith(ctx, cfg, task)
 }
@@ -138,28 +142,6 @@ func (e *Executor) emit(ctx context.Context, ev Event, from time.Time) {
 	e.events.Push(ctx, ev)
 }
 
-// enter marks key as running here, and tells the kind of its attempt. It
-// refuses with ErrStopped once stopped, and with no error when the name
-// already runs in this process: a run that outlived its lock must not be
-// joined by a second one.
-func (e *Executor) enter(key, name string) (bool, inflight.Kind, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.stopped {
-		return false, 0, ErrStopped
-	}
-	if _, ok := e.running[key]; ok {
-		return false, 0, nil
-	}
-	e.running[key] = name
-	e.runs++
-	e.live++
-	if _, ok := e.wonLast[key]; ok {
-		return true, inflight.WonLast, nil
-	}
-	return true, inflight.Attempt, nil
-}
-
 // registerLocked claims name for one job, unless the executor has stopped. e.mu
 // must be held.
 func (e *Executor) registerLocked(name string) error {
@@ -176,80 +158,6 @@ func (e *Executor) registerLocked(name string) error {
 	}
 	e.names[key] = name
 	return nil
-}
-
-// addLease makes l's context end with ErrStopped on Stop, at once if Stop has
-// begun. The executor keeps the set itself rather than a context.AfterFunc per
-// run: a map entry costs a run nothing once the map has grown.
-func (e *Executor) addLease(l *lease) {
-	e.mu.Lock()
-	stopped := e.stopped
-	if !stopped {
-		e.leases[l] = struct{}{}
-	}
-	e.mu.Unlock()
-	if stopped {
-		l.cancel(ErrStopped)
-	}
-}
-
-// leaseHooks is what a run's lease may call back.
-func (e *Executor) leaseHooks() leaseHooks {
-	h := leaseHooks{log: e.log, finished: e.removeLease}
-	if e.events != nil {
-		h.emit = e.emit
-	}
-	return h
-}
-
-func (e *Executor) removeLease(l *lease) {
-	e.mu.Lock()
-	delete(e.leases, l)
-	e.mu.Unlock()
-}
-
-// maxWonLast bounds the names remembered as won: an application that locks a
-// name per entity (one per order) would otherwise grow the set for good.
-const maxWonLast = 1 << 14
-
-// leave ends key's run here. An attempt that took the lock makes the next one
-// a WonLast; one that found it held elsewhere, an Attempt; any other outcome
-// (late, a store error) leaves it as it was.
-func (e *Executor) leave(key string, took, heldElsewhere bool) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	switch {
-	case took:
-		if len(e.wonLast) >= maxWonLast {
-			clear(e.wonLast)
-		}
-		e.wonLast[key] = struct{}{}
-	case heldElsewhere:
-		delete(e.wonLast, key)
-	}
-	delete(e.running, key)
-	e.runs--
-	e.endLiveLocked()
-}
-
-// warnLateOnce warns, once per name, of a run whose fire time's window had
-// passed before it was called: a fire time far in the past (the zero time is
-// none) skips every run of the job, which at the skip level alone would go
-// unseen.
-func (e *Executor) warnLateOnce(ctx context.Context, key, name string) {
-	e.mu.Lock()
-	_, warned := e.late[key]
-	if !warned {
-		if len(e.late) >= maxWonLast {
-			clear(e.late)
-		}
-		e.late[key] = struct{}{}
-	}
-	e.mu.Unlock()
-	if !warned {
-		e.log.WarnContext(ctx, "shedlock: run came after its fire time's window, so it is skipped; "+
-			"is the fire time given to ContextWithFireTime the run's tick?", "lock", name)
-	}
 }
 
 // endLiveLocked counts down a Run or a loop; the last one after Stop wakes Stop.
