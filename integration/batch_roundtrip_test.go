@@ -201,4 +201,3 @@ func (s countingStmt) Query(args []driver.Value) (driver.Rows, error) {
 	s.sent.Add(1)
 	return s.s.Query(args) //nolint:staticcheck // the plain interface on purpose
 }
-
