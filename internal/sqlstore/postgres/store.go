@@ -147,15 +147,6 @@ func (s *Store) exec(ctx context.Context, which int, args ...any) (bool, error) 
 	return sqlstore.Changed(res, readOnly(err))
 }
 
-// readOnly says what a read-only session's error means for locks.
-func readOnly(err error) error {
-	if err != nil && sqlState(err) == "25006" { // read_only_sql_transaction
-		return fmt.Errorf("%w: the session is read-only (a hot standby, or default_transaction_read_only): %w",
-			lockerr.UnsafeStore, err)
-	}
-	return err
-}
-
 // prove runs an acquiring or extending statement and reports whether it changed
 // this table's row for this acquisition's token, as its RETURNING shows. A row
 // of another table or token is a statement run in the wrong session: an error,
@@ -277,25 +268,4 @@ func (s *Store) NameKey(ctx context.Context, name string) (string, error) {
 func (s *Store) Close() error {
 	return errors.Join(s.batch.Reset(func(bp *batchPrepared) error { return bp.stmt.Close() }),
 		s.setup.Reset(func(p *prepared) error { return p.stmts.Close() }))
-}
-
-// sqlState returns a PostgreSQL error's SQLSTATE code, "" for other errors,
-// without importing a driver: pgx's *pgconn.PgError and lib/pq's *pq.Error
-// (1.10.8 and later) have a SQLState method; older lib/pq errors have only a
-// Code field of type pq.ErrorCode.
-func sqlState(err error) string {
-	var s interface{ SQLState() string }
-	if errors.As(err, &s) {
-		return s.SQLState()
-	}
-	for ; err != nil; err = errors.Unwrap(err) {
-		v := reflect.Indirect(reflect.ValueOf(err))
-		if v.Kind() != reflect.Struct {
-			continue
-		}
-		if f := v.FieldByName("Code"); f.IsValid() && f.Kind() == reflect.String && f.Type().Name() == "ErrorCode" {
-			return f.String()
-		}
-	}
-	return ""
 }
