@@ -32,7 +32,8 @@ type NewProviderFunc func(t *testing.T) shedlock.LockProvider
 // uses) and returns how to make providers on it.
 type NewStoreFunc func(t *testing.T) NewProviderFunc
 
-// Run runs the behaviour suite as parallel subtests of t.
+// Run runs the behaviour suite as parallel subtests of t. Where the provider
+// is a shedlock.BatchLocker, it checks the batch contract too.
 func Run(t *testing.T, newStore NewStoreFunc) {
 	tests := []struct {
 		name string
@@ -51,6 +52,7 @@ func Run(t *testing.T, newStore NewStoreFunc) {
 		{"InvalidConfigRejected", testInvalidConfig},
 		{"CancelledContextTakesNoLock", testCancelledContext},
 		{"FenceIncreases", testFenceIncreases},
+		{"Batch", testBatch}, // skipped unless the provider is a shedlock.BatchLocker
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -2,10 +2,14 @@ package sqlstore
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/shedlock-go/shedlock/internal/lockerr"
 )
 
 // fakeStore is a Store in memory that counts the statements sent. With upserts
@@ -19,6 +23,14 @@ type fakeStore struct {
 	upserts bool
 	fence   int64 // the last fencing token given
 	keyFunc func(string) string
+
+	// batches: the names of each AcquireBatch, as sent; conflicts: how many
+	// more AcquireBatch calls fail with ErrConflict; noBatch: every one fails
+	// with ErrNoBatch. nameKeys counts NameKeys calls.
+	batches   [][]string
+	conflicts int
+	noBatch   bool
+	nameKeys  int
 
 	// admin: the one row "job", whose locked_by is "pod-<holder>"; it changes
 	// hands before each of the first moves Clears.
@@ -92,6 +104,48 @@ func (s *fakeStore) NameKey(_ context.Context, name string) (string, error) {
 	defer s.mu.Unlock()
 	s.sent++
 	return s.keyFunc(name), nil
+}
+
+func (s *fakeStore) NameKeys(_ context.Context, names []string) ([]string, []error, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sent++
+	s.nameKeys++
+	keys, errs := make([]string, len(names)), make([]error, len(names))
+	for i, n := range names {
+		keys[i] = s.keyFunc(n)
+		if strings.HasPrefix(n, "bad") {
+			errs[i] = fmt.Errorf("%w: %q cannot be stored", lockerr.InvalidConfig, n)
+		}
+	}
+	return keys, errs, nil
+}
+
+// AcquireBatch takes each free or missing row, as an upsert does.
+func (s *fakeStore) AcquireBatch(_ context.Context, as []BatchArgs) ([]Grant, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sent++
+	switch {
+	case s.noBatch:
+		return nil, ErrNoBatch
+	case s.conflicts > 0:
+		s.conflicts--
+		return nil, fmt.Errorf("deadlock: %w", ErrConflict)
+	}
+	names := make([]string, len(as))
+	grants := make([]Grant, len(as))
+	for i, a := range as {
+		names[i] = a.Name
+		if s.rows[a.Name] != "" {
+			continue
+		}
+		s.rows[a.Name] = a.Token
+		s.fence++
+		grants[i] = Grant{OK: true, Fence: s.fence}
+	}
+	s.batches = append(s.batches, names)
+	return grants, nil
 }
 
 func (s *fakeStore) Ready(context.Context) error       { return nil }

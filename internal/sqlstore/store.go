@@ -24,6 +24,16 @@ type Store interface {
 	// NameKey checks that the name column stores name exactly and returns what
 	// the column's collation makes of it: two names with one key are one row.
 	NameKey(ctx context.Context, name string) (string, error)
+	// NameKeys is NameKey for many names at once, with one statement where
+	// the dialect needs one: a name's own error (lockerr.InvalidConfig) is in
+	// errs at its index, a failure of the store is err.
+	NameKeys(ctx context.Context, names []string) (keys []string, errs []error, err error)
+	// AcquireBatch takes the rows of as, each on the same condition as Insert,
+	// in the order given, with one statement where the dialect can (two on
+	// MySQL), and reports one Grant per row in that order. ErrConflict: a
+	// conflict rolled the statement back; ErrNoBatch: the server cannot run
+	// it.
+	AcquireBatch(ctx context.Context, as []BatchArgs) ([]Grant, error)
 
 	// Ready runs the first-use checks, once they pass.
 	Ready(ctx context.Context) error

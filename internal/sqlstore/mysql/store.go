@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -38,6 +39,7 @@ type Store struct {
 	tableName string // as WithTableName gave it
 	lockedBy  string
 	setup     *sqlstore.Gate[prepared]
+	batch     *sqlstore.Gate[batchPrepared] // see prepareBatch
 	// countsChanged: an acquisition reported 0 rows, which only a pool that
 	// counts changed rows (no clientFoundRows) does; from then on a 1 is an
 	// insert.
@@ -52,6 +54,7 @@ type prepared struct {
 	nameCol               column
 	sqlOf                 func(stmt string) string // the table named, the zone pinned: for the admin statements
 	fence                 bool                     // the table has the fence column: acquiring returns the token
+	batchTexts            []string                 // see batchTexts; prepared by the first batch
 }
 
 // New returns the store of table on db, for a provider whose owner is lockedBy.
@@ -66,6 +69,7 @@ func New(db *sql.DB, table, lockedBy string) (*Store, error) {
 	}
 	s := &Store{db: db, table: quoted, tableName: table, lockedBy: lockedBy}
 	s.setup = sqlstore.NewGate(s.prepare)
+	s.batch = sqlstore.NewGate(s.prepareBatch)
 	return s, nil
 }
 
@@ -109,7 +113,7 @@ func (s *Store) prepare(ctx context.Context) (*prepared, error) {
 		return nil, err
 	}
 	return &prepared{stmts: stmts, owned: sqlOf(ownedSQL), ownedUnexpired: sqlOf(ownedUnexpiredSQL),
-		nameCheck: tbl.nameCheck(), nameCol: tbl.name, sqlOf: sqlOf, fence: tbl.fence}, nil
+		nameCheck: tbl.nameCheck(), nameCol: tbl.name, sqlOf: sqlOf, fence: tbl.fence, batchTexts: batchTexts(tbl, sqlOf)}, nil
 }
 
 func (s *Store) exec(ctx context.Context, which int, args ...any) (bool, error) {
@@ -221,6 +225,12 @@ func (s *Store) NameKey(ctx context.Context, name string) (string, error) {
 	if err := s.db.QueryRowContext(ctx, p.nameCheck, name, name, name).Scan(&exact, &weight); err != nil {
 		return "", fmt.Errorf("check the name against the name column: %w", err)
 	}
+	return p.nameKey(name, exact, weight)
+}
+
+// nameKey is the key of a name the name check found stored exactly or not,
+// with the collation's weight of it.
+func (p *prepared) nameKey(name string, exact bool, weight sql.NullString) (string, error) {
 	if !exact || (p.nameCol.dataType == "char" && strings.HasSuffix(name, " ")) {
 		return "", fmt.Errorf("%w: lock %q: the name column (%s, character set %s) cannot store this name exactly; "+
 			"it would store a cut or changed name and lock that row instead", lockerr.InvalidConfig, name, p.nameCol, p.nameCol.charset)
@@ -231,5 +241,6 @@ func (s *Store) NameKey(ctx context.Context, name string) (string, error) {
 
 // Close releases the prepared statements; the next use prepares them again.
 func (s *Store) Close() error {
-	return s.setup.Reset(func(p *prepared) error { return p.stmts.Close() })
+	return errors.Join(s.batch.Reset(func(bp *batchPrepared) error { return bp.stmts.Close() }),
+		s.setup.Reset(func(p *prepared) error { return p.stmts.Close() }))
 }

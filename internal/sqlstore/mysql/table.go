@@ -129,22 +129,28 @@ func inspectTable(ctx context.Context, db *sql.DB, table string) (*tableInfo, er
 
 // exactIn is a SQL test, taking the value twice, that col stores the value as
 // sent: not cut to the column's length, not changed by its character set.
-func exactIn(col column) string {
-	return fmt.Sprintf("CAST(CONVERT(LEFT(CONVERT(? USING %s), %d) USING utf8mb4) AS BINARY) = CAST(? AS BINARY)",
-		col.charset, col.length)
+func exactIn(col column) string { return exactOf(col, "?") }
+
+// exactOf is exactIn of the SQL value v.
+func exactOf(col column, v string) string {
+	return fmt.Sprintf("CAST(CONVERT(LEFT(CONVERT(%[3]s USING %[1]s), %[2]d) USING utf8mb4) AS BINARY) = CAST(%[3]s AS BINARY)",
+		col.charset, col.length, v)
 }
 
 // nameCheck is a query, taking the name three times, for whether the name column
 // stores the name exactly and for the collation's weight of it: two names of
 // equal weight are one row. Under a PAD SPACE collation trailing spaces weigh
 // nothing, which WEIGHT_STRING does not show, so they are trimmed first.
-func (t *tableInfo) nameCheck() string {
-	value := "?"
+func (t *tableInfo) nameCheck() string { return "SELECT " + t.nameCheckOf("?") }
+
+// nameCheckOf is nameCheck's select list for the SQL value v.
+func (t *tableInfo) nameCheckOf(v string) string {
+	value := v
 	if t.padSpace {
-		value = "TRIM(TRAILING ' ' FROM ?)"
+		value = "TRIM(TRAILING ' ' FROM " + v + ")"
 	}
-	return fmt.Sprintf("SELECT %s, HEX(WEIGHT_STRING(CONVERT(%s USING %s) COLLATE %s))",
-		exactIn(t.name), value, t.name.charset, t.name.collation)
+	return fmt.Sprintf("%s, HEX(WEIGHT_STRING(CONVERT(%s USING %s) COLLATE %s))",
+		exactOf(t.name, v), value, t.name.charset, t.name.collation)
 }
 
 // checkLockedBy refuses a locked_by column that cannot store this provider's

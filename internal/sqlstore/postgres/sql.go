@@ -32,6 +32,21 @@ const (
 		"ON CONFLICT (name) DO UPDATE SET lock_until = EXCLUDED.lock_until, " +
 		"locked_at = EXCLUDED.locked_at, locked_by = EXCLUDED.locked_by{fenceSet} WHERE l.lock_until <= {now}" +
 		proofSQL + "{fenceRet}"
+	// A batch (TryLockBatch) is the same upsert on many rows: the names,
+	// tokens and durations come as three array literals, each one text
+	// parameter, so that the text is the same for every batch size and one
+	// statement prepared (or cached by pgx) serves them all; under pgx's
+	// simple protocol the driver quotes each literal as a string. The rows
+	// are inserted, and their locks taken, in byte order of name, the one
+	// order of every instance, so that two batches never wait on each other in
+	// a cycle. It returns the rows it took, with their tokens.
+	batchSQL = "INSERT INTO {t} AS l (name, lock_until, locked_at, locked_by{fenceCol}) " +
+		"SELECT b.name, {nowUp} + b.ms * interval '1 millisecond', {now}, b.token{fenceNew} " +
+		"FROM unnest($1::text::text[], $2::text::text[], $3::text::bigint[]) AS b(name, token, ms) " +
+		"ORDER BY b.name COLLATE \"C\" " +
+		"ON CONFLICT (name) DO UPDATE SET lock_until = EXCLUDED.lock_until, " +
+		"locked_at = EXCLUDED.locked_at, locked_by = EXCLUDED.locked_by{fenceSet} WHERE l.lock_until <= {now}" +
+		proofSQL + "{fenceRet}"
 	releaseSQL = "UPDATE {t} SET lock_until = GREATEST(locked_at + $1::bigint * interval '1 millisecond', {now}) " +
 		"WHERE name = $2 AND locked_by = $3"
 	extendSQL = "UPDATE {t} SET lock_until = {nowUp} + $1::bigint * interval '1 millisecond' " +
@@ -80,6 +95,7 @@ const (
 	pgAcquire = iota
 	pgRelease
 	pgExtend
+	pgBatch
 )
 
 // statementTexts returns the statements on table, with "now" in the type of
@@ -95,8 +111,8 @@ const (
 // once (LockAtLeastFor, counted from locked_at, may end up to a millisecond
 // early).
 //
-// With fence, the acquisition writes and returns the fencing token too.
-func statementTexts(table string, instant, millis, fence bool) [3]string {
+// With fence, the acquisitions write and return the fencing token too.
+func statementTexts(table string, instant, millis, fence bool) [4]string {
 	now := nowUTC
 	if instant {
 		now = nowInstant
@@ -114,7 +130,7 @@ func statementTexts(table string, instant, millis, fence bool) [3]string {
 		pairs = append(pairs, f[0], f[1])
 	}
 	r := strings.NewReplacer(pairs...)
-	return [3]string{r.Replace(acquireSQL), r.Replace(releaseSQL), r.Replace(extendSQL)}
+	return [4]string{r.Replace(acquireSQL), r.Replace(releaseSQL), r.Replace(extendSQL), r.Replace(batchSQL)}
 }
 
 // Administration (see Admin). {now} is as above. EXTRACT(EPOCH FROM ...) of a

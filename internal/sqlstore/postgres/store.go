@@ -33,12 +33,13 @@ type Store struct {
 	lockedBy string
 	prepare  bool // prepare the statements: see driverNeedsPrepare
 	setup    *sqlstore.Gate[prepared]
+	batch    *sqlstore.Gate[batchPrepared] // see prepareBatch
 }
 
 // prepared is what the first use finds and prepares.
 type prepared struct {
-	texts      [3]string         // by pgAcquire, pgRelease, pgExtend
-	stmts      sqlstore.Prepared // the same, prepared; nil unless the store prepares
+	texts      [4]string         // by pgAcquire, pgRelease, pgExtend, pgBatch
+	stmts      sqlstore.Prepared // the same but pgBatch, prepared; nil unless the store prepares
 	storedName string            // see NameKey
 	tbl        *tableInfo
 	oid        int64 // the table's, as acquire and extend return it
@@ -66,6 +67,7 @@ func New(db *sql.DB, table, lockedBy string) (*Store, error) {
 	}
 	s := &Store{db: db, table: quoted, lockedBy: lockedBy, prepare: driverNeedsPrepare(db)}
 	s.setup = sqlstore.NewGate(s.firstUse)
+	s.batch = sqlstore.NewGate(s.prepareBatch)
 	return s, nil
 }
 
@@ -124,7 +126,7 @@ func (s *Store) firstUse(ctx context.Context) (*prepared, error) {
 		p.storedName = strings.ReplaceAll(storedNameSQL, "{t}", s.table)
 	}
 	if s.prepare {
-		if p.stmts, err = sqlstore.Prepare(ctx, s.db, s.table, p.texts[:]...); err != nil {
+		if p.stmts, err = sqlstore.Prepare(ctx, s.db, s.table, p.texts[:pgBatch]...); err != nil {
 			return nil, err
 		}
 	}
@@ -143,15 +145,6 @@ func (s *Store) exec(ctx context.Context, which int, args ...any) (bool, error) 
 		res, err = s.db.ExecContext(ctx, p.texts[which], args...)
 	}
 	return sqlstore.Changed(res, readOnly(err))
-}
-
-// readOnly says what a read-only session's error means for locks.
-func readOnly(err error) error {
-	if err != nil && sqlState(err) == "25006" { // read_only_sql_transaction
-		return fmt.Errorf("%w: the session is read-only (a hot standby, or default_transaction_read_only): %w",
-			lockerr.UnsafeStore, err)
-	}
-	return err
 }
 
 // prove runs an acquiring or extending statement and reports whether it changed
@@ -273,26 +266,6 @@ func (s *Store) NameKey(ctx context.Context, name string) (string, error) {
 // Close releases the statements prepared for lib/pq; the next use checks the
 // table again.
 func (s *Store) Close() error {
-	return s.setup.Reset(func(p *prepared) error { return p.stmts.Close() })
-}
-
-// sqlState returns a PostgreSQL error's SQLSTATE code, "" for other errors,
-// without importing a driver: pgx's *pgconn.PgError and lib/pq's *pq.Error
-// (1.10.8 and later) have a SQLState method; older lib/pq errors have only a
-// Code field of type pq.ErrorCode.
-func sqlState(err error) string {
-	var s interface{ SQLState() string }
-	if errors.As(err, &s) {
-		return s.SQLState()
-	}
-	for ; err != nil; err = errors.Unwrap(err) {
-		v := reflect.Indirect(reflect.ValueOf(err))
-		if v.Kind() != reflect.Struct {
-			continue
-		}
-		if f := v.FieldByName("Code"); f.IsValid() && f.Kind() == reflect.String && f.Type().Name() == "ErrorCode" {
-			return f.String()
-		}
-	}
-	return ""
+	return errors.Join(s.batch.Reset(func(bp *batchPrepared) error { return bp.stmt.Close() }),
+		s.setup.Reset(func(p *prepared) error { return p.stmts.Close() }))
 }

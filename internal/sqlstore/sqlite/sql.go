@@ -19,20 +19,46 @@ const (
 		"WHERE name = ? AND lock_until <= strftime('%Y-%m-%d %H:%M:%f', 'now')"
 
 	// With a fence column (migration 0002), acquiring also writes the fencing
-	// token and returns it: the larger of the row's last token + 1 and 'now' in
-	// microseconds since 1970 (SQLite's 'now' has milliseconds). The first keeps
-	// tokens increasing when the clock steps back, the second across a row
-	// deleted by hand. Java ShedLock leaves the column as it is; a NULL counts
-	// as 0. RETURNING needs SQLite 3.35.
+	// token and returns it: the largest of the row's last token + 1, 'now' in
+	// microseconds since 1970, and the host's clock in microseconds as the
+	// acquiring process read it (the last ?). The first keeps tokens
+	// increasing when the clock steps back, the others across a row deleted by
+	// hand, which loses the last token. SQLite's 'now' has only milliseconds:
+	// alone, it gave a row deleted and taken again within one millisecond the
+	// token of the acquisition before. The host's clock is the one 'now' reads
+	// (SQLite has no server: every process on the file is on this host), and
+	// it has moved on by at least a microsecond between two acquisitions, with
+	// a commit and a delete between them. Java ShedLock leaves the column as
+	// it is; a NULL counts as 0. RETURNING needs SQLite 3.35.
 	fencedInsertSQL = "INSERT OR IGNORE INTO {t} (name, lock_until, locked_at, locked_by, fence) " +
 		"VALUES (?, strftime('%Y-%m-%d %H:%M:%f', julianday('now') + ? / 86400000.0), " +
-		"strftime('%Y-%m-%d %H:%M:%f', 'now'), ?, " + nowMicros + ") RETURNING fence"
+		"strftime('%Y-%m-%d %H:%M:%f', 'now'), ?, max(" + nowMicros + ", ?)) RETURNING fence"
 	fencedUpdateSQL = "UPDATE {t} SET lock_until = strftime('%Y-%m-%d %H:%M:%f', julianday('now') + ? / 86400000.0), " +
 		"locked_at = strftime('%Y-%m-%d %H:%M:%f', 'now'), locked_by = ?, " +
-		"fence = max(coalesce(fence, 0) + 1, " + nowMicros + ") " +
+		"fence = max(coalesce(fence, 0) + 1, " + nowMicros + ", ?) " +
 		"WHERE name = ? AND lock_until <= strftime('%Y-%m-%d %H:%M:%f', 'now') RETURNING fence"
-	nowMicros  = "CAST(round((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000"
-	releaseSQL = "UPDATE {t} SET lock_until = max(strftime('%Y-%m-%d %H:%M:%f', julianday(locked_at) + ? / 86400000.0), " +
+	// A batch (TryLockBatch) is one upsert of many rows, read from one JSON
+	// parameter (?1: an array of [name, token, milliseconds]), so that its
+	// text is the same for every batch size; ?2 is the host's clock in
+	// microseconds, as above. Each row is taken on the condition of updateSQL,
+	// and a row deleted by hand is made again. SQLite writes one statement at
+	// a time to the file, so the order of rows (by name) cannot deadlock; it
+	// is the one order of the other stores. RETURNING gives the rows it took,
+	// with their tokens. The WHERE true is SQLite's rule for a SELECT in an
+	// upsert, which would read ON CONFLICT as a join's ON otherwise.
+	batchSQL = "INSERT INTO {t} AS l (name, lock_until, locked_at, locked_by{fenceCol}) " +
+		"SELECT json_extract(b.value, '$[0]'), strftime('%Y-%m-%d %H:%M:%f', julianday('now') + " +
+		"json_extract(b.value, '$[2]') / 86400000.0), strftime('%Y-%m-%d %H:%M:%f', 'now'), " +
+		"json_extract(b.value, '$[1]'){fenceNew} FROM json_each(?1) AS b WHERE true ORDER BY 1 " +
+		"ON CONFLICT (name) DO UPDATE SET lock_until = excluded.lock_until, locked_at = excluded.locked_at, " +
+		"locked_by = excluded.locked_by{fenceSet} WHERE l.lock_until <= strftime('%Y-%m-%d %H:%M:%f', 'now') " +
+		"RETURNING locked_by{fenceRet}"
+	batchFenceCol = ", fence"
+	batchFenceNew = ", max(" + nowMicros + ", ?2)"
+	batchFenceSet = ", fence = max(coalesce(l.fence, 0) + 1, excluded.fence)"
+	batchFenceRet = ", fence"
+	nowMicros     = "CAST(round((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000"
+	releaseSQL    = "UPDATE {t} SET lock_until = max(strftime('%Y-%m-%d %H:%M:%f', julianday(locked_at) + ? / 86400000.0), " +
 		"strftime('%Y-%m-%d %H:%M:%f', 'now')) WHERE name = ? AND locked_by = ?"
 	extendSQL = "UPDATE {t} SET lock_until = strftime('%Y-%m-%d %H:%M:%f', julianday('now') + ? / 86400000.0) " +
 		"WHERE name = ? AND locked_by = ? AND lock_until > strftime('%Y-%m-%d %H:%M:%f', 'now')"

@@ -26,6 +26,7 @@ const (
 	stmtUpdate
 	stmtRelease
 	stmtExtend
+	stmtBatch
 )
 
 // Store runs the SQLite statements on one table. SQLite counts every row an
@@ -41,8 +42,9 @@ type Store struct {
 
 // prepared is what the first use finds and prepares.
 type prepared struct {
-	stmts sqlstore.Prepared // by stmtInsert, stmtUpdate, stmtRelease, stmtExtend
+	stmts sqlstore.Prepared // by stmtInsert, stmtUpdate, stmtRelease, stmtExtend, stmtBatch
 	fence bool              // the table has the fence column: Insert and Update return it
+	batch bool              // SQLite has RETURNING: stmtBatch is prepared
 }
 
 // New returns the store of table on db; log takes the warning about a pool not
@@ -101,37 +103,40 @@ func (s *Store) prepare(ctx context.Context) (*prepared, error) {
 		}
 	}
 	s.warnUnlessShared(ctx)
-	fence, err := s.fenced(ctx, have["fence"])
+	returning, err := s.hasReturning(ctx)
 	if err != nil {
 		return nil, err
+	}
+	fence := have["fence"] && returning
+	if have["fence"] && !returning {
+		s.log.WarnContext(ctx, "shedlock: SQLite before 3.35 has no RETURNING: locks on this table carry no "+
+			"fencing token, although it has the fence column", "table", s.tableName)
 	}
 	insert, update := insertSQL, updateSQL
 	if fence {
 		insert, update = fencedInsertSQL, fencedUpdateSQL
 	}
-	stmts, err := sqlstore.Prepare(ctx, s.db, s.table,
-		s.sqlOf(insert), s.sqlOf(update), s.sqlOf(releaseSQL), s.sqlOf(extendSQL))
+	texts := []string{s.sqlOf(insert), s.sqlOf(update), s.sqlOf(releaseSQL), s.sqlOf(extendSQL)}
+	if returning {
+		texts = append(texts, s.sqlOf(batchText(fence)))
+	}
+	stmts, err := sqlstore.Prepare(ctx, s.db, s.table, texts...)
 	if err != nil {
 		return nil, err
 	}
-	return &prepared{stmts: stmts, fence: fence}, nil
+	return &prepared{stmts: stmts, fence: fence, batch: returning}, nil
 }
 
-// fenced reports whether the acquiring statements write the fencing token:
-// the table has the fence column and SQLite has RETURNING (3.35). An older
-// SQLite keeps locking as before, without tokens, and says so once.
-func (s *Store) fenced(ctx context.Context, column bool) (bool, error) {
-	if !column {
-		return false, nil
-	}
+// hasReturning reports whether SQLite has RETURNING (3.35), which fencing
+// tokens and the batch statement need. An older SQLite keeps locking as
+// before, one name at a time and without tokens.
+func (s *Store) hasReturning(ctx context.Context) (bool, error) {
 	var version string
 	if err := s.db.QueryRowContext(ctx, versionSQL).Scan(&version); err != nil {
 		return false, fmt.Errorf("shedlock: read the SQLite version: %w", err)
 	}
 	var major, minor int
 	if _, err := fmt.Sscanf(version, "%d.%d", &major, &minor); err != nil || major < 3 || (major == 3 && minor < 35) {
-		s.log.WarnContext(ctx, "shedlock: SQLite before 3.35 has no RETURNING: locks on this table carry no "+
-			"fencing token, although it has the fence column", "table", s.tableName, "sqlite_version", version)
 		return false, nil
 	}
 	return true, nil
@@ -163,18 +168,19 @@ func (s *Store) exec(ctx context.Context, which int, args ...any) (bool, error) 
 }
 
 // acquire runs an acquiring statement; with the fence column, the token it
-// returns is the proof that it took the row.
-func (s *Store) acquire(ctx context.Context, which int, args ...any) (sqlstore.Grant, error) {
+// returns is the proof that it took the row. args gives the statement's
+// arguments, which the fence column adds to.
+func (s *Store) acquire(ctx context.Context, which int, args func(fence bool) []any) (sqlstore.Grant, error) {
 	p, err := s.setup.Get(ctx)
 	if err != nil {
 		return sqlstore.Grant{}, err
 	}
 	if !p.fence {
-		ok, err := sqlstore.Changed(p.stmts[which].ExecContext(ctx, args...))
+		ok, err := sqlstore.Changed(p.stmts[which].ExecContext(ctx, args(false)...))
 		return sqlstore.Grant{OK: ok}, err
 	}
 	var g sqlstore.Grant
-	switch err := p.stmts[which].QueryRowContext(ctx, args...).Scan(&g.Fence); {
+	switch err := p.stmts[which].QueryRowContext(ctx, args(true)...).Scan(&g.Fence); {
 	case errors.Is(err, sql.ErrNoRows):
 		return sqlstore.Grant{}, nil
 	case err != nil:
@@ -186,13 +192,27 @@ func (s *Store) acquire(ctx context.Context, which int, args ...any) (sqlstore.G
 
 // Insert makes the row and takes it, if the name has no row yet.
 func (s *Store) Insert(ctx context.Context, a sqlstore.Args, mostFor time.Duration) (sqlstore.Grant, error) {
-	return s.acquire(ctx, stmtInsert, a.Name, mostFor.Milliseconds(), a.Token)
+	return s.acquire(ctx, stmtInsert, func(fence bool) []any {
+		if fence {
+			return []any{a.Name, mostFor.Milliseconds(), a.Token, hostMicros()}
+		}
+		return []any{a.Name, mostFor.Milliseconds(), a.Token}
+	})
 }
 
 // Update takes the row if its lock has run out.
 func (s *Store) Update(ctx context.Context, a sqlstore.Args, mostFor time.Duration) (sqlstore.Grant, error) {
-	return s.acquire(ctx, stmtUpdate, mostFor.Milliseconds(), a.Token, a.Name)
+	return s.acquire(ctx, stmtUpdate, func(fence bool) []any {
+		if fence {
+			return []any{mostFor.Milliseconds(), a.Token, hostMicros(), a.Name}
+		}
+		return []any{mostFor.Milliseconds(), a.Token, a.Name}
+	})
 }
+
+// hostMicros is the host's clock in microseconds since 1970, the floor of a
+// fencing token (see fencedInsertSQL).
+func hostMicros() int64 { return time.Now().UnixMicro() }
 
 // Release ends the token's lock, keeping it until leastFor after it was taken.
 func (s *Store) Release(ctx context.Context, a sqlstore.Args, leastFor time.Duration) (bool, error) {

@@ -1,0 +1,187 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/shedlock-go/shedlock/internal/lockerr"
+)
+
+// BatchItem is one validated attempt of a batch.
+type BatchItem struct {
+	Name              string
+	MostFor, LeastFor time.Duration
+}
+
+// BatchResult is one attempt's outcome: Lock when taken, else Err.
+type BatchResult struct {
+	Lock *Lock
+	Err  error
+}
+
+// BatchArgs is one row of a batch statement, as plain values that a dialect
+// packs into one parameter (an array literal, a JSON document).
+type BatchArgs struct {
+	Name, Token string
+	MostFor     time.Duration
+}
+
+// ErrConflict is what a store's AcquireBatch returns when a conflict with
+// another transaction (deadlock, serialization failure, lock wait timeout)
+// rolled the whole statement back: nothing was taken.
+var ErrConflict = errors.New("shedlock: the batch statement was rolled back by a conflict with another transaction")
+
+// ErrNoBatch is what a store's AcquireBatch returns when the server cannot run
+// the batch statement (a MariaDB before 10.6 has no JSON_TABLE): the engine
+// then makes the attempts one by one.
+var ErrNoBatch = errors.New("shedlock: the server cannot run the batch statement")
+
+// TryLockBatch makes one attempt on each of items, together: where the store
+// can, one statement (two on MySQL) for all of them, after one more for the
+// names this engine has not seen. Each row is taken on its own condition,
+// with its own token, exactly as TryLock takes it. Results are in the order of
+// items. Names that are one row under the column's collation are an error for
+// the batch, as exact duplicates are (the caller checks those).
+//
+// A conflict that rolled the statement back is sent again once, at once: the
+// rows are taken in one fixed order, so it is rare, and nothing was taken.
+// After a second, every attempt is lockerr.NotAcquired, as a single
+// attempt's conflict is.
+func (e *Engine) TryLockBatch(ctx context.Context, items []BatchItem) ([]BatchResult, error) {
+	res := make([]BatchResult, len(items))
+	states, err := e.batchStates(ctx, items, res)
+	if err != nil {
+		return nil, err
+	}
+	var order []int // items to send, by name: the one order every instance takes rows in
+	for i := range items {
+		if res[i].Err == nil {
+			order = append(order, i)
+		}
+	}
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(items[a].Name, items[b].Name) })
+	args := make([]BatchArgs, len(order))
+	for k, i := range order {
+		args[k] = BatchArgs{Name: items[i].Name, Token: e.token(), MostFor: ceilMillis(items[i].MostFor)}
+	}
+	if len(args) == 0 {
+		return res, nil
+	}
+	now := time.Now()
+	grants, err := e.acquireBatch(ctx, args)
+	switch {
+	case errors.Is(err, ErrNoBatch):
+		return e.oneByOne(ctx, items, res)
+	case errors.Is(err, ErrConflict):
+		for _, i := range order {
+			res[i].Err = lockerr.NotAcquired
+		}
+		return res, nil
+	case err != nil:
+		return nil, fmt.Errorf("shedlock: acquire a batch of %d locks: %w", len(args), err)
+	}
+	for k, i := range order {
+		states[i].seen(now) // every row exists after the upsert
+		if !grants[k].OK {
+			res[i].Err = lockerr.NotAcquired
+			continue
+		}
+		a := Args{Name: states[i].arg, Token: args[k].Token}
+		res[i].Lock = e.grant(items[i].Name, a, grants[k].Fence, now, args[k].MostFor, items[i].LeastFor)
+	}
+	return res, nil
+}
+
+// acquireBatch runs the batch statement, once more after a conflict.
+func (e *Engine) acquireBatch(ctx context.Context, args []BatchArgs) ([]Grant, error) {
+	for attempt := 0; ; attempt++ {
+		grants, err := statement(e, ctx, func(ctx context.Context) ([]Grant, error) { return e.store.AcquireBatch(ctx, args) })
+		if !errors.Is(err, ErrConflict) || attempt == 1 || ctx.Err() != nil {
+			if err == nil && len(grants) != len(args) {
+				return nil, fmt.Errorf("the store reported %d outcomes for %d rows", len(grants), len(args))
+			}
+			return grants, err
+		}
+	}
+}
+
+// batchStates finds each item's name state, checking the names this engine
+// has not seen with one NameKeys call. A name the column cannot store, or one
+// that is another cached name's row, is that item's error; two items that are
+// one row are the batch's.
+func (e *Engine) batchStates(ctx context.Context, items []BatchItem, res []BatchResult) ([]*nameState, error) {
+	states := make([]*nameState, len(items))
+	var fresh []int
+	for i, it := range items {
+		if st, ok := e.names.get(it.Name); ok {
+			states[i] = st
+		} else {
+			fresh = append(fresh, i)
+		}
+	}
+	keys := make([]string, len(items))
+	for i, st := range states {
+		if st != nil {
+			keys[i] = st.key
+		}
+	}
+	if len(fresh) > 0 {
+		names := make([]string, len(fresh))
+		for k, i := range fresh {
+			names[k] = items[i].Name
+		}
+		got, errs, err := e.store.NameKeys(ctx, names)
+		if err != nil {
+			return nil, fmt.Errorf("shedlock: check %d new lock names: %w", len(names), err)
+		}
+		for k, i := range fresh {
+			if errs[k] != nil {
+				res[i].Err = fmt.Errorf("shedlock: acquire %q: %w", items[i].Name, errs[k])
+			}
+			keys[i] = got[k]
+		}
+	}
+	byKey := make(map[string]int, len(items))
+	for i := range items {
+		if res[i].Err != nil {
+			continue
+		}
+		if j, ok := byKey[keys[i]]; ok {
+			return nil, fmt.Errorf("%w: locks %q and %q of one batch are the same row under the name column's collation",
+				lockerr.InvalidConfig, items[j].Name, items[i].Name)
+		}
+		byKey[keys[i]] = i
+	}
+	for _, i := range fresh {
+		if res[i].Err != nil {
+			continue
+		}
+		st, err := e.names.add(items[i].Name, keys[i])
+		if err != nil {
+			res[i].Err = err
+			continue
+		}
+		states[i] = st
+	}
+	return states, nil
+}
+
+// oneByOne makes the attempts that have no result yet with TryLock, for a
+// store whose server cannot run the batch statement.
+func (e *Engine) oneByOne(ctx context.Context, items []BatchItem, res []BatchResult) ([]BatchResult, error) {
+	for i, it := range items {
+		if res[i].Err != nil {
+			continue
+		}
+		l, err := e.TryLock(ctx, it.Name, it.MostFor, it.LeastFor)
+		if err != nil && !errors.Is(err, lockerr.NotAcquired) && !errors.Is(err, lockerr.InvalidConfig) {
+			return nil, err // the store failed: the batch's error, as for one statement
+		}
+		res[i] = BatchResult{Lock: l, Err: err}
+	}
+	return res, nil
+}

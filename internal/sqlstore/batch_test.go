@@ -1,0 +1,127 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shedlock-go/shedlock/internal/lockerr"
+)
+
+func items(names ...string) []BatchItem {
+	its := make([]BatchItem, len(names))
+	for i, n := range names {
+		its[i] = BatchItem{Name: n, MostFor: time.Minute}
+	}
+	return its
+}
+
+// A batch is one statement for the names, sorted, and one for the new names'
+// checks; the results come back in the caller's order, each with its own
+// token; a later batch of known names is the one statement alone.
+func TestBatchOneStatementSortedResultsInOrder(t *testing.T) {
+	store := newFakeStore()
+	store.rows["b"] = "other.1" // held
+	e := testEngine(t, store)
+	ctx := context.Background()
+	res, err := e.TryLockBatch(ctx, items("c", "b", "a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if store.sent != 2 || store.nameKeys != 1 {
+		t.Fatalf("sent %d statements (%d name checks), want 2 (1)", store.sent, store.nameKeys)
+	}
+	if got := store.batches[0]; !slices.Equal(got, []string{"a", "b", "c"}) {
+		t.Fatalf("rows sent in order %v, want by name", got)
+	}
+	if res[0].Lock == nil || res[0].Lock.name != "c" || res[2].Lock == nil || res[2].Lock.name != "a" {
+		t.Fatalf("results not in the order of the items: %+v", res)
+	}
+	if !errors.Is(res[1].Err, lockerr.NotAcquired) || res[1].Lock != nil {
+		t.Fatalf("held lock: want NotAcquired, got %+v", res[1])
+	}
+	if res[0].Lock.args.Token == res[2].Lock.args.Token {
+		t.Fatal("two acquisitions of one batch share a token")
+	}
+	if err := res[0].Lock.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	before := store.sent
+	if _, err := e.TryLockBatch(ctx, items("c", "a")); err != nil {
+		t.Fatal(err)
+	}
+	if n := store.sent - before; n != 1 {
+		t.Fatalf("a batch of known names sent %d statements, want 1", n)
+	}
+}
+
+// A conflict is sent again once; a second makes every attempt NotAcquired,
+// and no error for the batch.
+func TestBatchConflictRetriedOnceThenNotAcquired(t *testing.T) {
+	for _, tc := range []struct {
+		conflicts int
+		taken     bool
+	}{{1, true}, {2, false}} {
+		store := newFakeStore()
+		store.conflicts = tc.conflicts
+		e := testEngine(t, store)
+		res, err := e.TryLockBatch(context.Background(), items("a", "b"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range res {
+			if taken := r.Lock != nil; taken != tc.taken || (!taken && !errors.Is(r.Err, lockerr.NotAcquired)) {
+				t.Fatalf("%d conflicts: got %+v, want taken %v", tc.conflicts, r, tc.taken)
+			}
+		}
+		if len(store.batches) != 2-tc.conflicts || store.conflicts != 0 {
+			t.Fatalf("%d conflicts: %d batches went through, %d conflicts left", tc.conflicts, len(store.batches), store.conflicts)
+		}
+	}
+}
+
+// A name the column cannot store, or that is the row of a name used before,
+// is that attempt's error, as in TryLock; two names of the batch that are one
+// row are the batch's, and nothing is sent.
+func TestBatchNameErrors(t *testing.T) {
+	store := newFakeStore()
+	store.keyFunc = strings.ToLower
+	e := testEngine(t, store)
+	res, err := e.TryLockBatch(context.Background(), items("a", "bad-name"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].Lock == nil || !errors.Is(res[1].Err, lockerr.InvalidConfig) {
+		t.Fatalf("want a taken and an InvalidConfig, got %+v", res)
+	}
+	res, err = e.TryLockBatch(context.Background(), items("x", "A"))
+	if err != nil || res[0].Lock == nil || !errors.Is(res[1].Err, lockerr.InvalidConfig) {
+		t.Fatalf("a name that is a known name's row: want its InvalidConfig, got %+v, %v", res, err)
+	}
+	sent := store.sent
+	if _, err := e.TryLockBatch(context.Background(), items("Job", "job")); !errors.Is(err, lockerr.InvalidConfig) {
+		t.Fatalf("two new names of one row: want InvalidConfig for the batch, got %v", err)
+	}
+	if len(store.batches) != 2 || store.sent-sent != 1 {
+		t.Fatalf("%d batch statements, %d statements after the first batch; want the name check alone", len(store.batches), store.sent-sent)
+	}
+}
+
+// A server without the batch statement gets the attempts one by one.
+func TestBatchFallsBackOneByOne(t *testing.T) {
+	store := newFakeStore()
+	store.upserts = true
+	store.noBatch = true
+	store.rows["b"] = "other.1"
+	e := testEngine(t, store)
+	res, err := e.TryLockBatch(context.Background(), items("a", "b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].Lock == nil || !errors.Is(res[1].Err, lockerr.NotAcquired) {
+		t.Fatalf("want a taken and b NotAcquired, got %+v", res)
+	}
+}

@@ -1,0 +1,196 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/shedlock-go/shedlock/internal/lockerr"
+	"github.com/shedlock-go/shedlock/internal/sqlstore"
+)
+
+// A batch (TryLockBatch) is two statements whatever its size: the upsert of
+// every row, then a read of which rows now carry this batch's tokens. Each
+// reads the rows from one JSON parameter, an array of [name, token,
+// microseconds], with JSON_TABLE (MariaDB 10.6, MySQL 8.0.4), so that its text
+// is the same for every batch size and it is prepared once, on the first
+// batch: go-sql-driver sends a prepared statement in one round trip, and an
+// unprepared one with arguments in two.
+const (
+	batchRows = "JSON_TABLE(?, '$[*]' COLUMNS (i FOR ORDINALITY, " +
+		"n VARCHAR(512) CHARACTER SET utf8mb4 PATH '$[0]', t VARCHAR(512) CHARACTER SET utf8mb4 PATH '$[1]', " +
+		"u BIGINT PATH '$[2]')) AS b"
+	// The upsert takes each row on acquireSQL's condition, column by column,
+	// with fencedAcquireSQL's token (the fence first, lock_until last: each
+	// assignment sees the new values of those before it). Rows are inserted,
+	// and their locks taken, in the order of the array, which is by name:
+	// the one order of every instance, so that two batches do not wait on
+	// each other in a cycle. Its count of rows cannot tell which rows it took.
+	batchAcquireSQL = "INSERT INTO {t} (name, lock_until, locked_at, locked_by{fenceCol}) " +
+		"SELECT b.n, TIMESTAMPADD(MICROSECOND, b.u, UTC_TIMESTAMP(3)), UTC_TIMESTAMP(3), b.t{fenceNew} " +
+		"FROM " + batchRows + " ORDER BY b.i " +
+		"ON DUPLICATE KEY UPDATE {fenceSet}locked_by = IF(lock_until <= UTC_TIMESTAMP(3), b.t, locked_by), " +
+		"locked_at = IF(lock_until <= UTC_TIMESTAMP(3), UTC_TIMESTAMP(3), locked_at), " +
+		"lock_until = IF(lock_until <= UTC_TIMESTAMP(3), TIMESTAMPADD(MICROSECOND, b.u, UTC_TIMESTAMP(3)), lock_until)"
+	batchFenceNew = ", " + nowMicros
+	batchFenceSet = "fence = IF(lock_until <= UTC_TIMESTAMP(3), GREATEST(COALESCE(fence, 0) + 1, " + nowMicros + "), fence), "
+	// The read: a row whose locked_by is a token of this batch was taken by
+	// it (tokens are unique), and its fence is that acquisition's. The name is
+	// converted to the column's character set and collation, so that the
+	// primary key finds it.
+	batchOwnedSQL = "SELECT l.locked_by{fenceRet} FROM " + batchRows +
+		" JOIN {t} AS l ON l.name = CONVERT(b.n USING {charset}) COLLATE {collation}"
+	// The new names' checks (see tableInfo.nameCheck), one row each, with the
+	// name as JSON_TABLE read it, to be compared with the one sent.
+	batchNamesSQL = "SELECT CAST(b.n AS BINARY), {check} FROM JSON_TABLE(?, '$[*]' COLUMNS (i FOR ORDINALITY, " +
+		"n VARCHAR(512) CHARACTER SET utf8mb4 PATH '$')) AS b ORDER BY b.i"
+)
+
+// Indexes of the batch statements.
+const (
+	batchAcquire = iota
+	batchOwned
+	batchNames
+)
+
+// batchTexts returns the batch statements on tbl, the zone pinned by sqlOf.
+func batchTexts(tbl *tableInfo, sqlOf func(string) string) []string {
+	pairs := []string{"{fenceCol}", "", "{fenceNew}", "", "{fenceSet}", "", "{fenceRet}", "",
+		"{charset}", tbl.name.charset, "{collation}", tbl.name.collation, "{check}", tbl.nameCheckOf("b.n")}
+	if tbl.fence {
+		pairs[1], pairs[3], pairs[5], pairs[7] = ", fence", batchFenceNew, batchFenceSet, ", l.fence"
+	}
+	r := strings.NewReplacer(pairs...)
+	return []string{sqlOf(r.Replace(batchAcquireSQL)), sqlOf(r.Replace(batchOwnedSQL)), sqlOf(r.Replace(batchNamesSQL))}
+}
+
+// errParse is the server's syntax error: a server without JSON_TABLE.
+const errParse = 1064
+
+// batchPrepared is what the first batch prepares, on what the first use
+// found.
+type batchPrepared struct {
+	*prepared
+	stmts sqlstore.Prepared // by batchAcquire, batchOwned, batchNames; nil without JSON_TABLE
+}
+
+// prepareBatch prepares the batch statements, on the first batch rather than
+// the first use, so that a provider that never batches keeps three statements
+// on the server; or none on a server without JSON_TABLE, which then takes a
+// batch's locks one by one.
+func (s *Store) prepareBatch(ctx context.Context) (*batchPrepared, error) {
+	p, err := s.setup.Get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	stmts, err := sqlstore.Prepare(ctx, s.db, s.table, p.batchTexts...)
+	switch {
+	case err != nil && errorNumber(err) == errParse:
+		return &batchPrepared{prepared: p}, nil
+	case err != nil:
+		return nil, err
+	}
+	return &batchPrepared{prepared: p, stmts: stmts}, nil
+}
+
+// AcquireBatch takes the rows of as with the upsert, then reads which it
+// took: two round trips. A conflict that rolled the upsert back (see
+// conflictOrError) is sqlstore.ErrConflict. A lock the upsert took stays
+// taken if the read fails; it is held until its lock_until.
+func (s *Store) AcquireBatch(ctx context.Context, as []sqlstore.BatchArgs) ([]sqlstore.Grant, error) {
+	bp, err := s.batch.Get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if bp.stmts == nil {
+		return nil, sqlstore.ErrNoBatch
+	}
+	rows := make([][3]any, len(as))
+	byToken := make(map[string]int, len(as))
+	for i, a := range as {
+		rows[i] = [3]any{a.Name, a.Token, a.MostFor.Microseconds()}
+		byToken[a.Token] = i
+	}
+	doc, err := json.Marshal(rows)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := bp.stmts[batchAcquire].ExecContext(ctx, string(doc)); err != nil {
+		if conflictOrError(err) == nil {
+			return nil, fmt.Errorf("%w: %w", sqlstore.ErrConflict, err)
+		}
+		return nil, nodeError(err)
+	}
+	res, err := bp.stmts[batchOwned].QueryContext(ctx, string(doc))
+	if err != nil {
+		return nil, fmt.Errorf("read which locks the batch took: %w", err)
+	}
+	defer res.Close()
+	grants := make([]sqlstore.Grant, len(as))
+	for res.Next() {
+		var by string
+		var fence sql.NullInt64
+		dest := []any{&by}
+		if bp.fence {
+			dest = append(dest, &fence)
+		}
+		if err := res.Scan(dest...); err != nil {
+			return nil, err
+		}
+		if i, ours := byToken[by]; ours {
+			grants[i] = sqlstore.Grant{OK: true, Fence: fence.Int64}
+		}
+	}
+	return grants, res.Err()
+}
+
+// NameKeys checks the new names of a batch with one statement, as NameKey
+// checks one.
+func (s *Store) NameKeys(ctx context.Context, names []string) ([]string, []error, error) {
+	bp, err := s.batch.Get(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	keys, errs := make([]string, len(names)), make([]error, len(names))
+	if bp.stmts == nil {
+		for i, name := range names {
+			if keys[i], err = s.NameKey(ctx, name); err != nil && !errors.Is(err, lockerr.InvalidConfig) {
+				return nil, nil, err
+			}
+			errs[i] = err
+		}
+		return keys, errs, nil
+	}
+	doc, err := json.Marshal(names)
+	if err != nil {
+		return nil, nil, err
+	}
+	rows, err := bp.stmts[batchNames].QueryContext(ctx, string(doc))
+	if err != nil {
+		return nil, nil, fmt.Errorf("check the names against the name column: %w", err)
+	}
+	defer rows.Close()
+	i := 0
+	for ; rows.Next(); i++ {
+		var read []byte
+		var exact bool
+		var weight sql.NullString
+		if err := rows.Scan(&read, &exact, &weight); err != nil {
+			return nil, nil, err
+		}
+		if i >= len(names) {
+			break
+		}
+		keys[i], errs[i] = bp.nameKey(names[i], exact && string(read) == names[i], weight)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, err
+	}
+	if i != len(names) {
+		return nil, nil, fmt.Errorf("the name check returned %d rows for %d names", i, len(names))
+	}
+	return keys, errs, nil
+}
