@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/shedlock-go/shedlock/internal/eventqueue"
-	"github.com/shedlock-go/shedlock/internal/inflight"
 	"github.com/shedlock-go/shedlock/internal/jobname"
 )
 
@@ -22,15 +21,12 @@ type Executor struct {
 	provider       LockProvider
 	log            *slog.Logger
 	releaseTimeout time.Duration
-	acquireTimeout time.Duration
 	keepAlive      bool
 	skipLevel      slog.Level
 	events         *eventqueue.Queue[Event] // nil without listeners
 	seq            *runSeq                  // numbers runs for listeners
 	err            error                    // a bad option or a nil provider: every call returns it
-	maxInFlight    int                      // WithMaxInFlight; 0: the pool's size
-	slotsOnce      sync.Once
-	slots          *inflight.Slots[*attempt] // bounds attempts in flight; see inFlight
+	attempts       *attempts                // sends the attempts, within the bound
 
 	base     context.Context // ends when Stop begins, with the cause ErrStopped
 	stopBase context.CancelCauseFunc
@@ -64,10 +60,9 @@ func NewExecutor(p LockProvider, opts ...ExecutorOption) *Executor {
 		provider:       p,
 		log:            o.logger,
 		releaseTimeout: o.releaseTimeout,
-		acquireTimeout: o.acquireTimeout,
 		keepAlive:      o.keepAlive,
 		skipLevel:      o.skipLevel,
-		maxInFlight:    o.maxInFlight,
+		attempts:       &attempts{provider: p, timeout: o.acquireTimeout, maxInFlight: o.maxInFlight},
 		events:         newEventQueue(o.listeners, o.logger),
 		err:            err,
 		running:        make(map[string]string),
@@ -80,53 +75,6 @@ func NewExecutor(p LockProvider, opts ...ExecutorOption) *Executor {
 	}
 	e.base, e.stopBase = context.WithCancelCause(context.Background())
 	return e
-}
-
-// Run runs task only if the lock is acquired; ran reports whether it ran.
-//
-// Another instance holding the lock, or this process still running the same
-// name, is not an error: Run returns (false, nil). A store failure returns the
-// error and the task does not run. The task's context ends when ctx does, when
-// Stop is called (its cause is then ErrStopped), and shortly before the lock's
-// LockAtMostFor runs out (its cause is then ErrLockExpired); with keep-alive
-// (WithKeepAlive) the lock is extended instead, and the context ends with a
-// cause wrapping ErrLockLost if the lock is lost. The context carries the lock
-// (LockFromContext, AssertLocked), and its deadline moves when the lock is
-// extended. The lock is released when the task returns, fails, panics or calls
-// runtime.Goexit, with a context of its own; a panic is returned as
-// ErrTaskPanicked. A Goexit still ends the calling goroutine, after the release,
-// and is logged at error level. After Stop, Run returns ErrStopped and runs
-// nothing.
-//
-// An attempt made more than half of LockAtLeastFor after the run's fire time
-// is skipped: (false, nil). The fire time is the one ctx carries
-// (ContextWithFireTime, as WithLock and Schedule jobs are given), else the
-// moment Run was called: so a run that waited in the executor's queue at a
-// herd's tick gives up rather than take a lock whose tick another instance
-// already ran. The executor keeps its attempts in flight within the provider's
-// pool, sends those that queue together, and never makes a release or an
-// extension wait for them (WithMaxInFlight).
-func (e *Executor) Run(ctx context.Context, cfg LockConfig, task func(ctx context.Context) error) (ran bool, err error) {
-	return e.RunWith(ctx, cfg, task)
-}
-
-// RunWith is Run with job options, such as KeepAlive(true). A nil option is
-// ErrInvalidOption.
-func (e *Executor) RunWith(ctx context.Context, cfg LockConfig, task func(ctx context.Context) error, opts ...JobOption) (ran bool, err error) {
-	if e.err != nil {
-		return false, e.err
-	}
-	if err := cfg.Validate(); err != nil {
-		return false, err
-	}
-	if task == nil {
-		return false, fmt.Errorf("%w: lock %q: nil task", ErrInvalidJob, cfg.Name)
-	}
-	o, err := e.jobOptions(cfg.Name, opts)
-	if err != nil {
-		return false, err
-	}
-	return e.run(ctx, cfg, task, o)
 }
 
 // emit hands ev, stamped now, to the listeners; from, when set, is when what ev
@@ -234,4 +182,14 @@ func (e *Executor) notStartedLocked() error {
 		names[i] = l.cfg.Name
 	}
 	return fmt.Errorf("%w: fixed-delay jobs %q never ran: call Start after registering them", ErrNotStarted, names)
+}
+
+// jobOptions applies opts to the executor's defaults.
+func (e *Executor) jobOptions(name string, opts []JobOption) (jobOptions, error) {
+	o := jobOptions{keepAlive: e.keepAlive}
+	if len(opts) == 0 { // every Run: no message to format
+		return o, nil
+	}
+	err := applyOptions(fmt.Sprintf("lock %q: job", name), &o, opts)
+	return o, err
 }

@@ -118,32 +118,3 @@ func newExecutorOptions(opts []ExecutorOption) (executorOptions, error) {
 	}
 	return o, nil
 }
-
-// JobOption configures one job: a Run (through RunWith), a FixedDelay loop or a
-// Wrap'ed cron job. It overrides the executor's option of the same purpose.
-type JobOption func(*jobOptions) error
-
-type jobOptions struct {
-	keepAlive bool
-	skew      time.Duration // Schedule's clock skew bound (ClockSkew)
-	skewSet   bool
-}
-
-// KeepAlive turns keep-alive on or off for one job, whatever the executor's
-// WithKeepAlive says.
-func KeepAlive(on bool) JobOption {
-	return func(o *jobOptions) error {
-		o.keepAlive = on
-		return nil
-	}
-}
-
-// jobOptions applies opts to the executor's defaults.
-func (e *Executor) jobOptions(name string, opts []JobOption) (jobOptions, error) {
-	o := jobOptions{keepAlive: e.keepAlive}
-	if len(opts) == 0 { // every Run: no message to format
-		return o, nil
-	}
-	err := applyOptions(fmt.Sprintf("lock %q: job", name), &o, opts)
-	return o, err
-}

@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/shedlock-go/shedlock/internal/inflight"
+	"github.com/shedlock-go/shedlock/internal/jobname"
 )
 
 // errLate stands for an attempt past its fire time's window.
@@ -23,10 +27,12 @@ type PoolSizer interface {
 // does not tell its pool's size, or has no limit (database/sql's default).
 const defaultInFlight = 8
 
-// maxBatch is the most attempts one statement carries: at a herd's tick a
-// pod's queue of a thousand attempts goes in a few round trips, while one
-// statement stays far inside every store's limit on parameters and keys.
-const maxBatch = 512
+// maxBatch is the most attempts one statement carries. Large enough that a
+// herd's statements are a small fraction of its attempts; small enough that
+// the pods' first batches, each from its own place on the ring (see
+// inflight.Slots), are mostly different jobs taken side by side, rather than
+// a few large batches that each wait for the rows of the one before.
+const maxBatch = 64
 
 // WithMaxInFlight bounds the executor's statements in flight at once to n. By
 // default n is the provider's pool size (PoolSizer), read at the first
@@ -37,13 +43,15 @@ const maxBatch = 512
 // transaction holds. n must be >= 1.
 //
 // Attempts beyond the bound wait, and go together: when one ends, the next
-// takes the queue with it, up to 512 attempts, in one batch statement where
+// takes the queue with it, up to 64 attempts, in one batch statement where
 // the provider can (BatchLocker), else one at a time. Attempts on names whose
-// last attempt here took the lock go first, then the others, each in random
-// order. An attempt that finds a slot free and no queue goes at once, alone.
+// last attempt here took the lock go first, then the others, each instance
+// going round the names from a place of its own, so that at a tick the
+// instances' first batches are mostly different jobs. An attempt that finds
+// a slot free and no queue goes at once, alone.
 //
 // Size it as the pool: with N pods each firing M jobs at one tick, each pod
-// opens at most n connections, and the store sees about N×M/512 batch
+// opens at most n connections, and the store sees about N×M/64 batch
 // statements rather than N×M; the store must allow N×n connections besides
 // its other clients. An executor bounds only its own statements: tasks that
 // use the same pool, and other executors on it, add to it.
@@ -66,37 +74,47 @@ type attempt struct {
 	answer chan LockResult
 }
 
-// inFlight returns the executor's bound, sized at its first use.
-func (e *Executor) inFlight() *inflight.Slots[*attempt] {
-	e.slotsOnce.Do(func() {
-		n := e.maxInFlight
-		if ps, ok := e.provider.(PoolSizer); ok && n == 0 {
+// attempts sends an executor's lock attempts to its provider, within its
+// bound.
+type attempts struct {
+	provider    LockProvider
+	timeout     time.Duration // WithAcquireTimeout
+	maxInFlight int           // WithMaxInFlight; 0: the pool's size
+	once        sync.Once
+	slots       *inflight.Slots[*attempt] // see inFlight
+}
+
+// inFlight returns the bound, sized at its first use.
+func (as *attempts) inFlight() *inflight.Slots[*attempt] {
+	as.once.Do(func() {
+		n := as.maxInFlight
+		if ps, ok := as.provider.(PoolSizer); ok && n == 0 {
 			n = ps.PoolSize()
 		}
 		if n <= 0 {
 			n = defaultInFlight
 		}
 		batch := 1
-		if _, ok := e.provider.(BatchLocker); ok {
+		if _, ok := as.provider.(BatchLocker); ok {
 			batch = maxBatch
 		}
-		e.slots = inflight.New[*attempt](max(n-1, 1), batch)
+		as.slots = inflight.New[*attempt](max(n-1, 1), batch, rand.Uint64())
 	})
-	return e.slots
+	return as.slots
 }
 
-// tryLock takes the lock within the acquire timeout (WithAcquireTimeout), or
+// try takes the lock within the acquire timeout (WithAcquireTimeout), or
 // the caller's deadline if it is sooner: a cron or fixed-delay run has no
 // deadline of its own, and a store that hangs must not hold it for good. It
 // waits for a slot first, and gives up with errLate once end, the window of
 // its fire time, has passed (zero: no window). The attempt's context is made
 // once it has its slot: at a herd's tick, every waiting attempt costs its pod
 // only a timer.
-func (e *Executor) tryLock(ctx context.Context, cfg LockConfig, kind inflight.Kind, end time.Time) (Lock, error) {
-	deadline := time.Now().Add(e.acquireTimeout)
+func (as *attempts) try(ctx context.Context, cfg LockConfig, kind inflight.Kind, end time.Time) (Lock, error) {
+	deadline := time.Now().Add(as.timeout)
 	a := &attempt{ctx: ctx, cfg: cfg, end: end, answer: make(chan LockResult, 1)}
-	s := e.inFlight()
-	g, err := s.Acquire(ctx, kind, a, end, deadline)
+	s := as.inFlight()
+	g, err := s.Acquire(ctx, kind, a, ringKey(cfg.Name), end, deadline)
 	switch {
 	case errors.Is(err, errLate):
 		return nil, errLate
@@ -113,18 +131,26 @@ func (e *Executor) tryLock(ctx context.Context, cfg LockConfig, kind inflight.Ki
 		}
 		ctx, cancel := context.WithDeadline(ctx, deadline)
 		defer cancel()
-		return e.provider.TryLock(ctx, cfg)
+		return as.provider.TryLock(ctx, cfg)
 	}
-	e.sendBatch(append(g.Riders, a), deadline)
+	as.sendBatch(append(g.Riders, a), deadline)
 	r := <-a.answer
 	return r.Lock, r.Err
+}
+
+// ringKey is the name's place on the ring of attempts (see inflight.Slots):
+// the same on every instance, for the name as the store compares it.
+func ringKey(name string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(jobname.Key(name)))
+	return h.Sum64()
 }
 
 // sendBatch sends the attempts in one batch, those still in their window and
 // wanted, and answers each. The statement runs under a context of its own,
 // bounded by deadline: one caller that gives up must not fail the others'
 // attempts.
-func (e *Executor) sendBatch(batch []*attempt, deadline time.Time) {
+func (as *attempts) sendBatch(batch []*attempt, deadline time.Time) {
 	now := time.Now()
 	sent := batch[:0]
 	cfgs := make([]LockConfig, 0, len(batch))
@@ -145,11 +171,11 @@ func (e *Executor) sendBatch(batch []*attempt, deadline time.Time) {
 	ctx, cancel := context.WithDeadline(context.WithoutCancel(sent[0].ctx), deadline)
 	defer cancel()
 	if len(sent) == 1 {
-		l, err := e.provider.TryLock(ctx, sent[0].cfg)
+		l, err := as.provider.TryLock(ctx, sent[0].cfg)
 		sent[0].answer <- LockResult{Lock: l, Err: err}
 		return
 	}
-	results, err := e.provider.(BatchLocker).TryLockBatch(ctx, cfgs)
+	results, err := as.provider.(BatchLocker).TryLockBatch(ctx, cfgs)
 	if err == nil && len(results) != len(sent) {
 		err = fmt.Errorf("shedlock: TryLockBatch returned %d results for %d attempts", len(results), len(sent))
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -56,7 +57,7 @@ func tick(t *testing.T, p *batchProvider, ex *Executor, names []string) (ran []b
 		}()
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for !queued(ex.inFlight(), len(names)) {
+	for !queued(ex.attempts.inFlight(), len(names)) {
 		if time.Now().After(deadline) {
 			t.Fatal("the tick's attempts did not all queue within 10s")
 		}
@@ -73,8 +74,8 @@ func newBatchProvider() *batchProvider {
 		holding: make(chan struct{}), release: make(chan struct{})}}
 }
 
-// Attempts that queue go together, in one batch, each with its own answer; a
-// lone attempt goes alone.
+// Attempts that queue go together, in batches of up to maxBatch, each with
+// its own answer; a lone attempt goes alone.
 func TestQueuedAttemptsGoInOneBatch(t *testing.T) {
 	t.Parallel()
 	p := newBatchProvider()
@@ -94,8 +95,16 @@ func TestQueuedAttemptsGoInOneBatch(t *testing.T) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.batches) != 1 || len(p.batches[0]) != len(names) {
-		t.Fatalf("batches sent: %d of sizes %v; want one of %d", len(p.batches), batchSizes(p.batches), len(names))
+	sent := map[string]int{}
+	for _, b := range p.batches {
+		for _, n := range b {
+			sent[n]++
+		}
+	}
+	want := (len(names) + maxBatch - 1) / maxBatch
+	if len(p.batches) != want || len(sent) != len(names) || slices.Max(batchSizes(p.batches)) > maxBatch {
+		t.Fatalf("batches sent: %d of sizes %v, %d names; want %d of at most %d, every name once",
+			len(p.batches), batchSizes(p.batches), len(sent), want, maxBatch)
 	}
 	if len(p.order) != 1 || p.order[0] != "blocker" {
 		t.Fatalf("attempts sent alone: %v; want the lone blocker's only", p.order)

@@ -87,7 +87,7 @@ func TestAttemptOnNameWonLastGoesFirst(t *testing.T) {
 		go func() { defer wg.Done(); runOnce(t, ex, n) }()
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for !queued(ex.inFlight(), others+1) {
+	for !queued(ex.attempts.inFlight(), others+1) {
 		if time.Now().After(deadline) {
 			t.Fatal("the tick's attempts did not all queue within 10s")
 		}

@@ -68,7 +68,8 @@ func lockEnd(sent time.Time, mostFor time.Duration) time.Time {
 	return sent.Add(mostFor - min(mostFor/10, 5*time.Second))
 }
 
-// newLease starts a run's lease, and reports the lock acquired.
+// newLease starts a run's lease, and reports the lock acquired. Keep-alive,
+// if on, is the caller's to start (startKeepAlive).
 func newLease(ctx context.Context, cfg LockConfig, lock Lock, sent time.Time, keepAlive bool, run RunID, hooks leaseHooks) *lease {
 	l := &lease{parent: ctx, hooks: hooks, lock: lock, cfg: cfg, run: run, keepAlive: keepAlive,
 		most: cfg.LockAtMostFor, least: cfg.LockAtLeastFor}
@@ -80,9 +81,6 @@ func newLease(ctx context.Context, cfg LockConfig, lock Lock, sent time.Time, ke
 	l.mu.Lock()
 	l.timer = time.AfterFunc(time.Until(l.deadline), l.expire)
 	l.mu.Unlock()
-	if keepAlive {
-		l.startKeepAlive()
-	}
 	return l
 }
 

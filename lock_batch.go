@@ -3,7 +3,7 @@ package shedlock
 import "context"
 
 // BatchLocker is a LockProvider that can make attempts on many locks in one
-// round trip. At a herd's tick, when attempts queue at an Executor whose
+// round trip. At a herd's tick, when attempts queue at an executor whose
 // provider is one, the executor sends the queued attempts together instead of
 // one statement each; a lone attempt still goes alone, through TryLock.
 type BatchLocker interface {

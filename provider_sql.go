@@ -48,7 +48,7 @@ func closeWhenGone[T any](facade *T, p sqlProvider) *T {
 }
 
 // PoolSize reports the *sql.DB's MaxOpenConnections (0: no limit): an
-// Executor keeps its statements in flight within it (see WithMaxInFlight).
+// executor keeps its statements in flight within it (see WithMaxInFlight).
 func (p *sqlProvider) PoolSize() int { return p.db.Stats().MaxOpenConnections }
 
 // LockedBy returns the owner this provider writes to locked_by, before the

@@ -11,6 +11,53 @@ import (
 	"github.com/shedlock-go/shedlock/internal/jobname"
 )
 
+// Run runs task only if the lock is acquired; ran reports whether it ran.
+//
+// Another instance holding the lock, or this process still running the same
+// name, is not an error: Run returns (false, nil). A store failure returns the
+// error and the task does not run. The task's context ends when ctx does, when
+// Stop is called (its cause is then ErrStopped), and shortly before the lock's
+// LockAtMostFor runs out (its cause is then ErrLockExpired); with keep-alive
+// (WithKeepAlive) the lock is extended instead, and the context ends with a
+// cause wrapping ErrLockLost if the lock is lost. The context carries the lock
+// (LockFromContext, AssertLocked), and its deadline moves when the lock is
+// extended. The lock is released when the task returns, fails, panics or calls
+// runtime.Goexit, with a context of its own; a panic is returned as
+// ErrTaskPanicked. A Goexit still ends the calling goroutine, after the release,
+// and is logged at error level. After Stop, Run returns ErrStopped and runs
+// nothing.
+//
+// An attempt made more than half of LockAtLeastFor after the run's fire time
+// is skipped: (false, nil). The fire time is the one ctx carries
+// (ContextWithFireTime, as WithLock and Schedule jobs are given), else the
+// moment Run was called: so a run that waited in the executor's queue at a
+// herd's tick gives up rather than take a lock whose tick another instance
+// already ran. The executor keeps its attempts in flight within the provider's
+// pool, sends those that queue together, and never makes a release or an
+// extension wait for them (WithMaxInFlight).
+func (e *Executor) Run(ctx context.Context, cfg LockConfig, task func(ctx context.Context) error) (ran bool, err error) {
+	return e.RunWith(ctx, cfg, task)
+}
+
+// RunWith is Run with job options, such as KeepAlive(true). A nil option is
+// ErrInvalidOption.
+func (e *Executor) RunWith(ctx context.Context, cfg LockConfig, task func(ctx context.Context) error, opts ...JobOption) (ran bool, err error) {
+	if e.err != nil {
+		return false, e.err
+	}
+	if err := cfg.Validate(); err != nil {
+		return false, err
+	}
+	if task == nil {
+		return false, fmt.Errorf("%w: lock %q: nil task", ErrInvalidJob, cfg.Name)
+	}
+	o, err := e.jobOptions(cfg.Name, opts)
+	if err != nil {
+		return false, err
+	}
+	return e.run(ctx, cfg, task, o)
+}
+
 // run is one call of Run: it takes the lock, runs the task on a lease, and
 // releases the lock, telling the listeners each step. Its methods read in the
 // order they happen.
@@ -38,7 +85,7 @@ func (e *Executor) run(ctx context.Context, cfg LockConfig, task func(ctx contex
 	if !entered {
 		return false, r.skip(SkipRunningHere, "still running in this process")
 	}
-	lock, err := r.e.tryLock(ctx, cfg, kind, r.window())
+	lock, err := e.attempts.try(ctx, cfg, kind, r.window())
 	defer e.leave(r.key, err == nil, errors.Is(err, ErrNotAcquired))
 	if err != nil {
 		return false, r.notTaken(err)
@@ -97,6 +144,9 @@ var errGoexit = errors.New("shedlock: task called runtime.Goexit")
 func (r *run) hold(lock Lock, task func(ctx context.Context) error, keepAlive bool) error {
 	l := newLease(r.ctx, r.cfg, lock, r.start, keepAlive, r.id, r.e.leaseHooks())
 	r.e.addLease(l)
+	if keepAlive {
+		l.startKeepAlive()
+	}
 	var taskStart time.Time
 	if r.e.events != nil {
 		taskStart = time.Now()

@@ -4,9 +4,10 @@
 package inflight
 
 import (
+	"cmp"
 	"context"
 	"errors"
-	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 )
@@ -32,24 +33,31 @@ const (
 // Releases and extensions do not come here: they never wait for attempts.
 //
 // Who goes first: attempts on names this executor took at their last attempt
-// (WonLast), then the others, each kind in random order, as database/sql hands
-// out connections. At a herd's tick every pod has an attempt waiting for each
-// job; with the last winner's attempt first, each job that ran before is tried
-// early by some pod. No pod learns from another, and the lock, not the order,
-// decides who runs.
+// (WonLast), then the others, each kind in the order of their keys on a ring
+// that starts at a place of this instance's own (Start). At a herd's tick
+// every pod has an attempt waiting for each job. With the last winner's
+// attempts first, each job that ran before is tried early by some pod; with
+// each pod going round the ring from its own start, the pods' first batches
+// are mostly different jobs, so that each job is tried early on the first
+// tick too, and the pods' batches rarely wait for each other's rows. No pod
+// learns from another, and the lock, not the order, decides who runs.
 type Slots[T any] struct {
 	// Limit is how many attempts may be in flight at once.
 	Limit int
 	// Batch is the most attempts one grant carries, its own included.
 	Batch int
+	// Start is this instance's place on the ring of keys.
+	Start uint64
 
 	mu      sync.Mutex
 	used    int // attempts in flight
 	waiting [kinds][]*waiter[T]
+	sorted  [kinds]bool // waiting[k] is in ring order
 }
 
 type waiter[T any] struct {
 	v      T
+	key    uint64 // the attempt's place on the ring
 	state  state
 	riders []T // for a leader: the attempts it sends with its own
 	ready  chan struct{}
@@ -80,26 +88,28 @@ func (g Grant[T]) Done() {
 }
 
 // New returns slots for limit attempts in flight, batch attempts at most to a
-// grant (1: each attempt alone).
-func New[T any](limit, batch int) *Slots[T] {
-	return &Slots[T]{Limit: max(limit, 1), Batch: max(batch, 1)}
+// grant (1: each attempt alone), going round the ring of keys from start.
+func New[T any](limit, batch int, start uint64) *Slots[T] {
+	return &Slots[T]{Limit: max(limit, 1), Batch: max(batch, 1), Start: start}
 }
 
-// Acquire waits for a slot for attempt v of kind k. An attempt that finds a
+// Acquire waits for a slot for attempt v of kind k, whose place on the ring is
+// key. An attempt that finds a
 // slot free and nobody waiting goes at once and alone: a lone job pays nothing
 // for batching. The wait ends with ctx, with ErrLate at end, or with
 // context.DeadlineExceeded at deadline; a zero end or deadline is none. Once
 // granted, a leader must send every rider's attempt and call Done after; a
 // rider must wait for its leader's word.
-func (s *Slots[T]) Acquire(ctx context.Context, k Kind, v T, end, deadline time.Time) (Grant[T], error) {
+func (s *Slots[T]) Acquire(ctx context.Context, k Kind, v T, key uint64, end, deadline time.Time) (Grant[T], error) {
 	s.mu.Lock()
 	if s.used < s.Limit && !s.queued() {
 		s.used++
 		s.mu.Unlock()
 		return Grant[T]{done: s.give}, nil
 	}
-	w := &waiter[T]{v: v, ready: make(chan struct{})}
+	w := &waiter[T]{v: v, key: key - s.Start, ready: make(chan struct{})}
 	s.waiting[k] = append(s.waiting[k], w)
+	s.sorted[k] = false
 	s.mu.Unlock()
 	cause := ErrLate
 	if deadline.Before(end) || end.IsZero() {
@@ -155,27 +165,29 @@ func (s *Slots[T]) give() {
 	close(lead.ready)
 }
 
-// next takes the waiter to go next: of the first kind that has one, picked at
-// random. s.mu must be held.
+// next takes the waiter to go next: of the first kind that has one, the
+// first on the ring. s.mu must be held.
 func (s *Slots[T]) next() *waiter[T] {
 	for _, k := range [...]Kind{WonLast, Attempt} {
-		if q := &s.waiting[k]; len(*q) > 0 {
-			i, last := rand.IntN(len(*q)), len(*q)-1
-			w := (*q)[i]
-			(*q)[i], (*q)[last] = (*q)[last], nil
-			*q = (*q)[:last]
-			return w
+		q := s.waiting[k]
+		if len(q) == 0 {
+			continue
 		}
+		if !s.sorted[k] { // once per batch at most: attempts queue between batches
+			slices.SortFunc(q, func(a, b *waiter[T]) int { return cmp.Compare(a.key, b.key) })
+			s.sorted[k] = true
+		}
+		w := q[0]
+		q[0] = nil
+		s.waiting[k] = q[1:]
+		return w
 	}
 	return nil
 }
 
 func remove[T any](q []*waiter[T], w *waiter[T]) []*waiter[T] {
-	for i, x := range q {
-		if x == w {
-			q[i], q[len(q)-1] = q[len(q)-1], nil
-			return q[:len(q)-1]
-		}
+	if i := slices.Index(q, w); i >= 0 {
+		return slices.Delete(q, i, i+1) // keeps the ring order
 	}
 	return q
 }

@@ -12,7 +12,7 @@ import (
 func request(s *Slots[int], k Kind, v int) <-chan Grant[int] {
 	got := make(chan Grant[int], 1)
 	go func() {
-		if g, err := s.Acquire(context.Background(), k, v, time.Time{}, time.Time{}); err == nil {
+		if g, err := s.Acquire(context.Background(), k, v, uint64(v), time.Time{}, time.Time{}); err == nil {
 			got <- g
 		}
 	}()
@@ -58,7 +58,7 @@ func queued(t *testing.T, s *Slots[int], attempts, wonLast int) {
 // No more than Limit attempts are in flight; a lone attempt goes at once and
 // alone; attempts on names won last go before the others.
 func TestSlotsOrder(t *testing.T) {
-	s := New[int](2, 1)
+	s := New[int](2, 1, 0)
 	a1, a2 := granted(t, request(s, Attempt, 1)), granted(t, request(s, Attempt, 2))
 	if a1.Rider || a2.Rider || len(a1.Riders)+len(a2.Riders) != 0 {
 		t.Fatalf("lone attempts got %+v, %+v; want a slot each, alone", a1, a2)
@@ -83,7 +83,7 @@ func TestSlotsOrder(t *testing.T) {
 // When a slot frees, the next attempt takes the queue with it, up to Batch
 // in all; the riders hold no slot.
 func TestSlotsBatch(t *testing.T) {
-	s := New[int](1, 3)
+	s := New[int](1, 3, 0)
 	first := granted(t, request(s, Attempt, 0))
 	var waiting []<-chan Grant[int]
 	for v := 1; v <= 4; v++ {
@@ -144,7 +144,7 @@ func receiveAny(t *testing.T, chans []<-chan Grant[int]) Grant[int] {
 
 // A batch takes attempts on names won last before the others.
 func TestSlotsBatchTakesWonLastFirst(t *testing.T) {
-	s := New[int](1, 3)
+	s := New[int](1, 3, 0)
 	first := granted(t, request(s, Attempt, 0))
 	chans := []<-chan Grant[int]{request(s, Attempt, 1), request(s, Attempt, 2)}
 	queued(t, s, 2, 0)
@@ -167,8 +167,8 @@ func TestSlotsBatchTakesWonLastFirst(t *testing.T) {
 // A waiter gives up with its context's cause, or ErrLate at its end, and
 // holds nothing after.
 func TestSlotsWaitEnds(t *testing.T) {
-	s := New[int](1, 8)
-	g, err := s.Acquire(context.Background(), Attempt, 0, time.Time{}, time.Time{})
+	s := New[int](1, 8, 0)
+	g, err := s.Acquire(context.Background(), Attempt, 0, 0, time.Time{}, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,19 +176,65 @@ func TestSlotsWaitEnds(t *testing.T) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	cancel(cause)
 	for k := range kinds {
-		if _, err := s.Acquire(ctx, k, 1, time.Time{}, time.Time{}); !errors.Is(err, cause) {
+		if _, err := s.Acquire(ctx, k, 1, 1, time.Time{}, time.Time{}); !errors.Is(err, cause) {
 			t.Fatalf("acquire(kind %d): %v, want the cause", k, err)
 		}
 	}
 	soon, later := time.Now().Add(time.Millisecond), time.Now().Add(time.Hour)
-	if _, err := s.Acquire(context.Background(), Attempt, 2, soon, later); !errors.Is(err, ErrLate) {
+	if _, err := s.Acquire(context.Background(), Attempt, 2, 2, soon, later); !errors.Is(err, ErrLate) {
 		t.Fatalf("attempt past its window: %v, want ErrLate", err)
 	}
-	if _, err := s.Acquire(context.Background(), WonLast, 3, later, soon); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := s.Acquire(context.Background(), WonLast, 3, 3, later, soon); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("attempt past its deadline: %v, want DeadlineExceeded", err)
 	}
 	g.Done()
 	if a, w := s.Waiting(); s.used != 0 || a+w != 0 {
 		t.Fatal("a waiter that gave up is still counted")
+	}
+}
+
+// Waiting attempts go round the ring of keys from the instance's start: two
+// instances with different starts send different attempts first.
+func TestSlotsRingOrder(t *testing.T) {
+	for _, tc := range []struct {
+		start uint64
+		want  []int
+	}{
+		{0, []int{10, 20, 30, 40}},
+		{25, []int{30, 40, 10, 20}},
+	} {
+		s := New[int](1, 2, tc.start)
+		first := granted(t, request(s, Attempt, 0))
+		var chans []<-chan Grant[int]
+		for _, v := range []int{30, 10, 40, 20} {
+			chans = append(chans, request(s, Attempt, v))
+		}
+		queued(t, s, 4, 0)
+		first.Done()
+		var got []int
+		for range 2 { // two batches of two
+			var lead Grant[int]
+			for range 2 {
+				if g := receiveAny(t, chans); !g.Rider {
+					lead = g
+				}
+			}
+			a, _ := s.Waiting()
+			got = append(got, lead.Riders...)
+			if a == 2 {
+				s.mu.Lock()
+				for _, w := range s.waiting[Attempt] {
+					got = append(got, -int(w.key+tc.start)) // still waiting, as negatives
+				}
+				s.mu.Unlock()
+			}
+			lead.Done()
+		}
+		if got[0] != tc.want[0] && got[0] != tc.want[1] {
+			t.Errorf("start %d: first batch carried %v; want one of %v", tc.start, got[0], tc.want[:2])
+		}
+		if -got[1] != tc.want[2] && -got[1] != tc.want[3] {
+			t.Errorf("start %d: left waiting after the first batch %v; want %v", tc.start, got[1:3], tc.want[2:])
+		}
 	}
 }
