@@ -45,6 +45,12 @@ func (f JobFunc) RunContext(ctx context.Context) error { return f(ctx) }
 // After Stop it does not panic, since shutdown may race with registration: it
 // logs a warning and the wrapped job never runs.
 //
+// The name stays registered for the executor's life, also after the job's cron
+// entry is removed: a wrapper never learns the cron or the entry it was added
+// as, so it cannot tell. A job that is removed and added again under its name
+// (reconfiguration) needs Schedule, which frees the name once its entry is gone,
+// or a new executor.
+//
 // The job keeps the executor's keep-alive setting (WithKeepAlive); Wrap takes
 // job options for one job.
 func (e *Executor) WithLock(name string, lockAtMostFor, lockAtLeastFor time.Duration) cron.JobWrapper {
@@ -72,7 +78,8 @@ func (e *Executor) WithLock(name string, lockAtMostFor, lockAtLeastFor time.Dura
 // KeepAlive(true) (WithLock takes none: use Wrap for them). It returns the
 // errors FixedDelay does: ErrInvalidOption for an executor made with a bad
 // option or a nil job option, ErrInvalidConfig, ErrInvalidJob for a nil job,
-// ErrDuplicateName and ErrStopped.
+// ErrDuplicateName and ErrStopped. As with WithLock, the name stays registered
+// for the executor's life.
 func (e *Executor) Wrap(cfg LockConfig, job cron.Job, opts ...JobOption) (cron.Job, error) {
 	if job == nil {
 		return nil, fmt.Errorf("%w: lock %q: Wrap: nil job", ErrInvalidJob, cfg.Name)
@@ -91,6 +98,7 @@ func (e *Executor) register(cfg LockConfig) error {
 	if err := e.checkJob(cfg); err != nil {
 		return err
 	}
+	e.freeRemoved(cfg.Name)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.registerLocked(cfg.Name)

@@ -43,6 +43,9 @@ type Executor struct {
 	runs    int           // Run calls under way
 	live    int           // Run calls and fixed-delay loops under way
 	idle    chan struct{} // closed once stopped with nothing live
+
+	// jobname.Key -> the cron entry Schedule added under that name; see freeRemoved
+	entries map[string]cronEntry
 }
 
 // NewExecutor returns an executor that takes its locks from p.

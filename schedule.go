@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/robfig/cron/v3"
-
-	"github.com/shedlock-go/shedlock/internal/jobname"
 )
 
 // DefaultClockSkew is how far apart Schedule takes the instances' clocks to be
@@ -50,20 +48,31 @@ func ClockSkew(d time.Duration) JobOption {
 //     time is skipped, as with WithLock.
 //
 // The bound needs the interval between fire times to exceed twice the skew
-// bound; a run's hold is then at least the interval less the bound. It sends
-// the statements of Run, no more: any table works, Java ShedLock's included.
+// bound; a run's hold is then at least the interval less the bound. Schedule
+// refuses a spec whose fire times come closer (@every 1s with the default
+// bound): for a spec with uneven gaps, the smallest among its next 1,000 fire
+// times, or a year of them if that ends first. It sends the statements of Run,
+// no more: any table works, Java ShedLock's included.
 //
 // The schedule is the one c parses from spec (robfig/cron has no parser of its
 // own to ask): c.AddJob parses it, and Schedule reads it back with c.Entry. So a
 // cron made with cron.WithSeconds() takes six fields, and cron.WithLocation sets
 // the zone of the fire times.
 //
+// cfg.Name is registered on e while the returned entry is in c. Once it has been
+// removed (c.Remove), a later Schedule, WithLock, Wrap or FixedDelay may
+// register the name again, as when a service reconfigures its jobs; cron no
+// longer calls the removed job, and a run of it still under way is not joined
+// by a run of the new job in this process (that one is skipped, as a run of a
+// name still running here always is).
+//
 // Errors: ErrInvalidConfig for an invalid cfg, a nonzero LockAtLeastFor, a
-// LockAtMostFor not above the skew bound, or a spec c cannot parse;
-// ErrInvalidJob for a nil c or task; ErrInvalidOption for a nil or bad job
-// option or an executor made with one; ErrDuplicateName; ErrStopped. Nothing is
-// added to c on error. Keep-alive follows the executor's setting unless a
-// KeepAlive option says otherwise.
+// LockAtMostFor not above the skew bound, a spec c cannot parse, or one whose
+// fire times are not more than twice the skew bound apart; ErrInvalidJob for a
+// nil c or task; ErrInvalidOption for a nil or bad job option or an executor
+// made with one; ErrDuplicateName; ErrStopped. Nothing is added to c on error.
+// Keep-alive follows the executor's setting unless a KeepAlive option says
+// otherwise.
 func (e *Executor) Schedule(c *cron.Cron, spec string, cfg LockConfig,
 	task func(context.Context) error, opts ...JobOption) (cron.EntryID, error) {
 	switch {
@@ -96,15 +105,63 @@ func (e *Executor) Schedule(c *cron.Cron, spec string, cfg LockConfig,
 		return 0, fmt.Errorf("%w: lock %q: spec %q: %w", ErrInvalidConfig, cfg.Name, spec, err)
 	}
 	j.schedule = c.Entry(id).Schedule
+	if j.schedule != nil {
+		if gap, ok := smallestGap(j.schedule, time.Now().In(c.Location()), 2*o.skew); ok && gap <= 2*o.skew {
+			// Only c parses spec, so the entry is added before its gaps are known;
+			// a fire time that comes before it is removed runs nothing.
+			j.refused = true
+			close(j.ready)
+			c.Remove(id)
+			e.unregister(cfg.Name)
+			return 0, fmt.Errorf("%w: lock %q: spec %q fires %v apart at the closest; Schedule needs more than "+
+				"twice the clock skew bound (%v), %v, so that instances whose clocks differ by the bound do not "+
+				"both run one fire time: use a spec with a larger interval, or a smaller ClockSkew",
+				ErrInvalidConfig, cfg.Name, spec, gap, o.skew, 2*o.skew)
+		}
+	}
+	e.recordEntry(cfg.Name, c, id)
 	close(j.ready)
 	return id, nil
 }
 
-// unregister frees a name that Schedule claimed for a job it could not add.
-func (e *Executor) unregister(name string) {
-	e.mu.Lock()
-	delete(e.names, jobname.Key(name))
-	e.mu.Unlock()
+// Bounds of the fire times smallestGap looks at. A cron spec is a product of
+// field sets, so the gaps of one fired minute, hour or day come back with each:
+// the smallest shows within the first few fire times, and 1,000 cover the
+// tightest pattern many times over. A year covers every month, day of week and
+// daylight-saving change each way, for specs that fire rarely. Either bound
+// keeps the check to well under a millisecond of Next calls.
+const (
+	gapFires   = 1000
+	gapHorizon = 366 * 24 * time.Hour
+)
+
+// smallestGap returns the smallest interval between consecutive fire times of
+// s after now, over gapFires fire times or gapHorizon, whichever ends first.
+// It stops early at a gap not above limit, which is refused anyway. ok is
+// false when s fires less than twice: there is no gap to check.
+func smallestGap(s cron.Schedule, now time.Time, limit time.Duration) (gap time.Duration, ok bool) {
+	if d, constant := s.(cron.ConstantDelaySchedule); constant {
+		return d.Delay, true
+	}
+	prev := s.Next(now)
+	if prev.IsZero() {
+		return 0, false
+	}
+	end := prev.Add(gapHorizon)
+	for range gapFires {
+		next := s.Next(prev)
+		if next.IsZero() {
+			break
+		}
+		if d := next.Sub(prev); !ok || d < gap {
+			gap, ok = d, true
+		}
+		if gap <= limit || !next.Before(end) {
+			break
+		}
+		prev = next
+	}
+	return gap, ok
 }
 
 // scheduledJob is one Schedule'd job, as c runs it.
@@ -113,13 +170,17 @@ type scheduledJob struct {
 	cfg      LockConfig
 	task     func(context.Context) error
 	o        jobOptions
-	ready    chan struct{} // closed once schedule is set: c may fire before AddJob returns
+	ready    chan struct{} // closed once schedule and refused are set: c may fire before AddJob returns
 	schedule cron.Schedule
+	refused  bool // Schedule refused the spec and removes the entry: run nothing
 }
 
 // Run takes the lock for this fire time, held until just before the next.
 func (j *scheduledJob) Run() {
 	<-j.ready
+	if j.refused {
+		return
+	}
 	now := time.Now()
 	// The fire time bounds the attempt as for WithLock: one that comes later than
 	// half its hold after the fire time (a pod slow to reach it in a herd) is

@@ -2,10 +2,12 @@ package integration_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -309,4 +311,182 @@ func TestScheduleRefuses(t *testing.T) {
 	_, err = ex.Schedule(c, "@hourly", shedlock.LockConfig{Name: "late", LockAtMostFor: time.Minute}, noop)
 	assert.ErrorIs(t, err, shedlock.ErrStopped)
 	assert.Len(t, c.Entries(), 1)
+}
+
+// A name Schedule registered is free again once its cron entry is removed, so
+// that a service can remove a job and add it back (reconfiguration), by any
+// registration; while the entry is in its cron the name stays taken. Names
+// taken by WithLock, Wrap and FixedDelay stay taken: their entries are unknown.
+func TestScheduleNameFreeAfterRemove(t *testing.T) {
+	t.Parallel()
+	noop := func(context.Context) error { return nil }
+	cfg := shedlock.LockConfig{Name: "job", LockAtMostFor: time.Minute}
+	schedule := func(ex *shedlock.Executor, c *cron.Cron, name string) error {
+		_, err := ex.Schedule(c, "@daily", shedlock.LockConfig{Name: name, LockAtMostFor: time.Minute}, noop)
+		return err
+	}
+	// Each adds its job to c where it can, so that removing c's entries removes it.
+	register := map[string]func(ex *shedlock.Executor, c *cron.Cron, name string) error{
+		"Schedule": schedule,
+		"WithLock": func(ex *shedlock.Executor, c *cron.Cron, name string) (err error) {
+			defer func() {
+				if r := recover(); r != nil {
+					err = fmt.Errorf("panic: %v", r)
+				}
+			}()
+			_, err = c.AddJob("@daily", ex.WithLock(name, time.Minute, 0)(cron.FuncJob(func() {})))
+			return err
+		},
+		"Wrap": func(ex *shedlock.Executor, c *cron.Cron, name string) error {
+			j, err := ex.Wrap(shedlock.LockConfig{Name: name, LockAtMostFor: time.Minute}, cron.FuncJob(func() {}))
+			if err != nil {
+				return err
+			}
+			_, err = c.AddJob("@daily", j)
+			return err
+		},
+		"FixedDelay": func(ex *shedlock.Executor, c *cron.Cron, name string) error {
+			return ex.FixedDelay(shedlock.LockConfig{Name: name, LockAtMostFor: time.Minute}, time.Hour, noop)
+		},
+	}
+	for how, again := range register {
+		for _, running := range []bool{false, true} {
+			ex := shedlock.NewExecutor(shedlocktest.NewMemoryStore().Provider("a"))
+			c := cron.New()
+			if running { // Entries goes through the cron's goroutine then
+				c.Start()
+			}
+			id, err := ex.Schedule(c, "@hourly", cfg, noop)
+			require.NoError(t, err)
+			assert.ErrorIs(t, schedule(ex, c, "job"), shedlock.ErrDuplicateName, "%s: the entry is still in c", how)
+
+			c.Remove(id)
+			assert.NoError(t, again(ex, c, "JOB"), "%s(%q) after the entry of %q was removed, running %v", how, "JOB", "job", running)
+			assert.ErrorIs(t, schedule(ex, c, "job"), shedlock.ErrDuplicateName, "Schedule while %s holds the name", how)
+
+			for _, e := range c.Entries() {
+				c.Remove(e.ID)
+			}
+			err = schedule(ex, c, "job")
+			if how == "Schedule" {
+				assert.NoError(t, err, "Schedule after the second Schedule's entry was removed too")
+			} else {
+				assert.ErrorIs(t, err, shedlock.ErrDuplicateName, "%s keeps the name for the executor's life", how)
+			}
+			<-c.Stop().Done()
+			_ = ex.Stop(context.Background()) // ErrNotStarted after FixedDelay: no loop was meant to run
+		}
+	}
+
+	// Removed and added back many times, as a reconfiguring service does.
+	ex := shedlock.NewExecutor(shedlocktest.NewMemoryStore().Provider("a"))
+	c := cron.New()
+	for range 3 {
+		id, err := ex.Schedule(c, "@hourly", cfg, noop)
+		require.NoError(t, err)
+		c.Remove(id)
+	}
+	assert.Empty(t, c.Entries())
+}
+
+// grantingProvider grants every lock: only the executor keeps two runs of one
+// name apart.
+type grantingProvider struct{}
+
+func (grantingProvider) TryLock(context.Context, shedlock.LockConfig) (shedlock.Lock, error) {
+	return grantedLock{}, nil
+}
+
+type grantedLock struct{}
+
+func (grantedLock) Unlock(context.Context) error                               { return nil }
+func (grantedLock) Extend(context.Context, time.Duration, time.Duration) error { return nil }
+
+// A job whose entry was removed while it ran is not joined by a run of the job
+// added back under its name: the executor refuses a second run of a name in
+// this process, whatever registered it, though the store would grant the lock.
+func TestScheduleRemovedRunNotJoinedByNewJob(t *testing.T) {
+	t.Parallel()
+	ex := shedlock.NewExecutor(grantingProvider{})
+	t.Cleanup(func() { _ = ex.Stop(context.Background()) })
+	c := cron.New() // never started: the test calls the entries' jobs as cron would
+	cfg := shedlock.LockConfig{Name: "job", LockAtMostFor: time.Minute}
+	started, release, oldDone := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	oldID, err := ex.Schedule(c, "@hourly", cfg, func(context.Context) error {
+		close(started)
+		<-release
+		return nil
+	})
+	require.NoError(t, err)
+	oldJob := c.Entry(oldID).WrappedJob
+	go func() {
+		defer close(oldDone)
+		oldJob.Run()
+	}()
+	end := sync.OnceFunc(func() { close(release); <-oldDone })
+	t.Cleanup(end) // before the executor's Stop, which waits for the run, should the test fail early
+	<-started
+	c.Remove(oldID)
+
+	var newRuns atomic.Int32
+	newID, err := ex.Schedule(c, "@hourly", cfg, func(context.Context) error {
+		newRuns.Add(1)
+		return nil
+	})
+	require.NoError(t, err, "the removed entry's name is free")
+	c.Entry(newID).WrappedJob.Run()
+	assert.Zero(t, newRuns.Load(), "the new job ran while the removed one still ran")
+
+	end()
+	c.Entry(newID).WrappedJob.Run()
+	assert.Equal(t, int32(1), newRuns.Load(), "the new job runs once the removed one has ended")
+}
+
+// Schedule refuses a spec whose fire times come within twice the clock skew
+// bound of each other, the smallest gap for specs with uneven ones, saying
+// what to do; nothing is added to the cron and the name stays free.
+func TestScheduleRefusesShortIntervals(t *testing.T) {
+	t.Parallel()
+	noop := func(context.Context) error { return nil }
+	cfg := shedlock.LockConfig{Name: "job", LockAtMostFor: time.Minute}
+	for _, tc := range []struct {
+		spec string
+		skew []shedlock.JobOption
+		gap  string // "" for accepted; the interval the error names
+	}{
+		{"@every 1s", nil, "1s"},
+		{"@every 1500ms", nil, "1s"}, // robfig/cron rounds @every down to whole seconds
+		{"* * * * * *", nil, "1s"},
+		{"0,1 * * * * *", nil, "1s"}, // 1s, then 59s
+		{"0,1 * * * * *", []shedlock.JobOption{shedlock.ClockSkew(400 * time.Millisecond)}, ""},
+		{"*/4 * * * * *", []shedlock.JobOption{shedlock.ClockSkew(2 * time.Second)}, "4s"},
+		{"0,5,30 * * * * *", []shedlock.JobOption{shedlock.ClockSkew(2 * time.Second)}, ""},
+		{"0,4,30 * * * * *", []shedlock.JobOption{shedlock.ClockSkew(2 * time.Second)}, "4s"},
+		{"@every 1s", []shedlock.JobOption{shedlock.ClockSkew(400 * time.Millisecond)}, ""},
+		{"@every 2s", nil, ""},
+		{"*/2 * * * * *", nil, ""},
+		{"@hourly", nil, ""},
+		{"0 0 29 2 *", nil, ""}, // one fire time a leap year
+	} {
+		ex := shedlock.NewExecutor(shedlocktest.NewMemoryStore().Provider("a"))
+		c := cron.New(cron.WithParser(cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour |
+			cron.Dom | cron.Month | cron.Dow | cron.Descriptor)))
+		_, err := ex.Schedule(c, tc.spec, cfg, noop, tc.skew...)
+		if tc.gap == "" {
+			assert.NoError(t, err, tc.spec)
+			continue
+		}
+		bound := shedlock.DefaultClockSkew.String()
+		if tc.skew != nil {
+			bound = "2s"
+		}
+		require.ErrorIs(t, err, shedlock.ErrInvalidConfig, tc.spec)
+		for _, want := range []string{fmt.Sprintf("%q", tc.spec), " " + tc.gap + " apart", "(" + bound + ")",
+			"larger interval", "smaller ClockSkew"} {
+			assert.ErrorContains(t, err, want, tc.spec)
+		}
+		assert.Empty(t, c.Entries(), "%s: nothing added on error", tc.spec)
+		_, err = ex.Schedule(c, "@every 2s", cfg, noop)
+		assert.NoError(t, err, "%s: the name is still free", tc.spec)
+	}
 }

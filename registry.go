@@ -1,0 +1,60 @@
+package shedlock
+
+import (
+	"github.com/robfig/cron/v3"
+
+	"github.com/shedlock-go/shedlock/internal/jobname"
+)
+
+// cronEntry is where Schedule added a name's job.
+type cronEntry struct {
+	c  *cron.Cron
+	id cron.EntryID
+}
+
+// recordEntry remembers the entry Schedule added under name, so that the name
+// can be registered again once the entry is removed (see freeRemoved).
+func (e *Executor) recordEntry(name string, c *cron.Cron, id cron.EntryID) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.entries == nil {
+		e.entries = make(map[string]cronEntry)
+	}
+	e.entries[jobname.Key(name)] = cronEntry{c, id}
+}
+
+// freeRemoved frees name if Schedule registered it for a cron entry that has
+// since been removed from its cron. robfig/cron has no removal hook, so the
+// entry is looked up at the next registration of the name instead. Entry ids
+// are never reused, so an entry found gone stays gone and cron calls its job no
+// more: the name has no job left. A run of that job still under way keeps the
+// name in e.running, which refuses a second run of it in this process, whatever
+// registered the name since.
+//
+// c.Entry is called without e.mu: c holds its own lock while it applies its
+// chain's wrappers to a job it adds, and such a wrapper may register a name
+// here; holding e.mu while waiting for c's lock could then deadlock.
+func (e *Executor) freeRemoved(name string) {
+	key := jobname.Key(name)
+	e.mu.Lock()
+	ent, ok := e.entries[key]
+	e.mu.Unlock()
+	if !ok || ent.c.Entry(ent.id).Valid() {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.entries[key] == ent { // else another registration freed it meanwhile
+		delete(e.entries, key)
+		delete(e.names, key)
+	}
+}
+
+// unregister frees a name that Schedule claimed for a job it could not add.
+func (e *Executor) unregister(name string) {
+	key := jobname.Key(name)
+	e.mu.Lock()
+	delete(e.names, key)
+	delete(e.entries, key)
+	e.mu.Unlock()
+}
