@@ -65,6 +65,30 @@ func WithMaxInFlight(n int) ExecutorOption {
 	}
 }
 
+// validLocker is a provider that can skip what LockConfig.Validate checks,
+// for configs the executor has validated: a config is validated once per
+// attempt. The SQL providers are.
+type validLocker interface {
+	tryLockValid(ctx context.Context, cfg LockConfig) (Lock, error)
+	tryLockBatchValid(ctx context.Context, cfgs []LockConfig) ([]LockResult, error)
+}
+
+// lockOne makes one attempt on a validated config.
+func (as *attempts) lockOne(ctx context.Context, cfg LockConfig) (Lock, error) {
+	if v, ok := as.provider.(validLocker); ok {
+		return v.tryLockValid(ctx, cfg)
+	}
+	return as.provider.TryLock(ctx, cfg)
+}
+
+// lockBatch makes attempts on validated configs together.
+func (as *attempts) lockBatch(ctx context.Context, cfgs []LockConfig) ([]LockResult, error) {
+	if v, ok := as.provider.(validLocker); ok {
+		return v.tryLockBatchValid(ctx, cfgs)
+	}
+	return as.provider.(BatchLocker).TryLockBatch(ctx, cfgs)
+}
+
 // attempt is one run's try for its lock while it waits for a slot, and the
 // answer its batch's leader leaves it.
 type attempt struct {
@@ -131,7 +155,7 @@ func (as *attempts) try(ctx context.Context, cfg LockConfig, kind inflight.Kind,
 		}
 		ctx, cancel := context.WithDeadline(ctx, deadline)
 		defer cancel()
-		return as.provider.TryLock(ctx, cfg)
+		return as.lockOne(ctx, cfg)
 	}
 	as.sendBatch(append(g.Riders, a), deadline)
 	r := <-a.answer
@@ -171,11 +195,11 @@ func (as *attempts) sendBatch(batch []*attempt, deadline time.Time) {
 	ctx, cancel := context.WithDeadline(context.WithoutCancel(sent[0].ctx), deadline)
 	defer cancel()
 	if len(sent) == 1 {
-		l, err := as.provider.TryLock(ctx, sent[0].cfg)
+		l, err := as.lockOne(ctx, sent[0].cfg)
 		sent[0].answer <- LockResult{Lock: l, Err: err}
 		return
 	}
-	results, err := as.provider.(BatchLocker).TryLockBatch(ctx, cfgs)
+	results, err := as.lockBatch(ctx, cfgs)
 	if err == nil && len(results) != len(sent) {
 		err = fmt.Errorf("shedlock: TryLockBatch returned %d results for %d attempts", len(results), len(sent))
 	}

@@ -57,7 +57,16 @@ func (p *sqlProvider) LockedBy() string { return p.engine.LockedBy() }
 
 // TryLock makes one attempt to take cfg's lock: ErrNotAcquired when it is held.
 func (p *sqlProvider) TryLock(ctx context.Context, cfg LockConfig) (Lock, error) {
-	if err := p.CheckConfig(cfg); err != nil {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return p.tryLockValid(ctx, cfg)
+}
+
+// tryLockValid is TryLock on a config the executor has validated: only what
+// the store adds is checked (see validLocker).
+func (p *sqlProvider) tryLockValid(ctx context.Context, cfg LockConfig) (Lock, error) {
+	if err := p.engine.CheckEnd(cfg.Name, cfg.LockAtMostFor); err != nil {
 		return nil, err
 	}
 	l, err := p.engine.TryLock(ctx, cfg.Name, cfg.LockAtMostFor, cfg.LockAtLeastFor)

@@ -28,6 +28,18 @@ var (
 // nothing: it is sent again once, at once, and after a second every entry is
 // ErrNotAcquired, as a single attempt's would be.
 func (p *sqlProvider) TryLockBatch(ctx context.Context, cfgs []LockConfig) ([]LockResult, error) {
+	return p.tryLockBatch(ctx, cfgs, LockConfig.Validate)
+}
+
+// tryLockBatchValid is TryLockBatch on configs the executor has validated
+// (see validLocker).
+func (p *sqlProvider) tryLockBatchValid(ctx context.Context, cfgs []LockConfig) ([]LockResult, error) {
+	return p.tryLockBatch(ctx, cfgs, nil)
+}
+
+// tryLockBatch is TryLockBatch, validating each config with validate unless
+// it is nil.
+func (p *sqlProvider) tryLockBatch(ctx context.Context, cfgs []LockConfig, validate func(LockConfig) error) ([]LockResult, error) {
 	res := make([]LockResult, len(cfgs))
 	seen := make(map[string]bool, len(cfgs))
 	items := make([]sqlstore.BatchItem, 0, len(cfgs))
@@ -37,7 +49,13 @@ func (p *sqlProvider) TryLockBatch(ctx context.Context, cfgs []LockConfig) ([]Lo
 			return nil, fmt.Errorf("%w: lock %q appears twice in one batch", ErrInvalidConfig, c.Name)
 		}
 		seen[c.Name] = true
-		if err := p.CheckConfig(c); err != nil {
+		if validate != nil {
+			if err := validate(c); err != nil {
+				res[i].Err = err
+				continue
+			}
+		}
+		if err := p.engine.CheckEnd(c.Name, c.LockAtMostFor); err != nil {
 			res[i].Err = err
 			continue
 		}

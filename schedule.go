@@ -98,7 +98,7 @@ func (e *Executor) Schedule(c *cron.Cron, spec string, cfg LockConfig,
 	if err := e.register(cfg); err != nil {
 		return 0, err
 	}
-	j := &scheduledJob{e: e, cfg: cfg, task: task, o: o, ready: make(chan struct{})}
+	j := &scheduledJob{e: e, cfg: cfg, task: task, o: o, loc: c.Location(), ready: make(chan struct{})}
 	id, err := c.AddJob(spec, j)
 	if err != nil {
 		e.unregister(cfg.Name)
@@ -170,7 +170,8 @@ type scheduledJob struct {
 	cfg      LockConfig
 	task     func(context.Context) error
 	o        jobOptions
-	ready    chan struct{} // closed once schedule and refused are set: c may fire before AddJob returns
+	loc      *time.Location // c's: a time-of-day spec's next fire time is in its zone
+	ready    chan struct{}  // closed once schedule and refused are set: c may fire before AddJob returns
 	schedule cron.Schedule
 	refused  bool // Schedule refused the spec and removes the entry: run nothing
 }
@@ -181,7 +182,7 @@ func (j *scheduledJob) Run() {
 	if j.refused {
 		return
 	}
-	now := time.Now()
+	now := time.Now().In(j.loc)
 	// The fire time bounds the attempt as for WithLock: one that comes later than
 	// half its hold after the fire time (a pod slow to reach it in a herd) is
 	// skipped, rather than hold the lock past the next fire time.

@@ -33,14 +33,17 @@ const (
 // Releases and extensions do not come here: they never wait for attempts.
 //
 // Who goes first: attempts on names this executor took at their last attempt
-// (WonLast), then the others, each kind in the order of their keys on a ring
+// (WonLast), then, once none of those is in flight, the others, each kind in the order of their keys on a ring
 // that starts at a place of this instance's own (Start). At a herd's tick
 // every pod has an attempt waiting for each job. With the last winner's
 // attempts first, each job that ran before is tried early by some pod; with
 // each pod going round the ring from its own start, the pods' first batches
 // are mostly different jobs, so that each job is tried early on the first
-// tick too, and the pods' batches rarely wait for each other's rows. No pod
-// learns from another, and the lock, not the order, decides who runs.
+// tick too. The others wait for the won-last attempts in flight: at a tick
+// every pod first sends its batch of the jobs it won last, which no other pod
+// sends at the same time, so those rows are taken before the pods' other
+// attempts reach them, and the winners do not wait behind each other's rows.
+// No pod learns from another, and the lock, not the order, decides who runs.
 type Slots[T any] struct {
 	// Limit is how many attempts may be in flight at once.
 	Limit int
@@ -50,7 +53,7 @@ type Slots[T any] struct {
 	Start uint64
 
 	mu      sync.Mutex
-	used    int // attempts in flight
+	used    [kinds]int // attempts in flight, by kind
 	waiting [kinds][]*waiter[T]
 	sorted  [kinds]bool // waiting[k] is in ring order
 }
@@ -102,10 +105,10 @@ func New[T any](limit, batch int, start uint64) *Slots[T] {
 // rider must wait for its leader's word.
 func (s *Slots[T]) Acquire(ctx context.Context, k Kind, v T, key uint64, end, deadline time.Time) (Grant[T], error) {
 	s.mu.Lock()
-	if s.used < s.Limit && !s.queued() {
-		s.used++
+	if !s.queued() && s.free(k) {
+		s.used[k]++
 		s.mu.Unlock()
-		return Grant[T]{done: s.give}, nil
+		return Grant[T]{done: s.doneFor(k)}, nil
 	}
 	w := &waiter[T]{v: v, key: key - s.Start, ready: make(chan struct{})}
 	s.waiting[k] = append(s.waiting[k], w)
@@ -131,7 +134,7 @@ func (s *Slots[T]) Acquire(ctx context.Context, k Kind, v T, key uint64, end, de
 	defer s.mu.Unlock()
 	switch w.state {
 	case leading:
-		return Grant[T]{Riders: w.riders, done: s.give}, nil
+		return Grant[T]{Riders: w.riders, done: s.doneFor(k)}, nil
 	case riding:
 		return Grant[T]{Rider: true}, nil
 	}
@@ -139,50 +142,73 @@ func (s *Slots[T]) Acquire(ctx context.Context, k Kind, v T, key uint64, end, de
 	return Grant[T]{}, cause
 }
 
+// free reports whether an attempt of kind k may go now: a slot is free, and
+// for an Attempt, no WonLast is in flight. s.mu must be held.
+func (s *Slots[T]) free(k Kind) bool {
+	return s.used[WonLast]+s.used[Attempt] < s.Limit && (k == WonLast || s.used[WonLast] == 0)
+}
+
+// doneFor returns what gives a slot of kind k back.
+func (s *Slots[T]) doneFor(k Kind) func() {
+	if k == WonLast {
+		return s.doneWonLast
+	}
+	return s.doneAttempt
+}
+
+func (s *Slots[T]) doneWonLast() { s.giveBack(WonLast) }
+func (s *Slots[T]) doneAttempt() { s.giveBack(Attempt) }
+
 // queued reports whether an attempt waits. s.mu must be held.
 func (s *Slots[T]) queued() bool { return len(s.waiting[WonLast])+len(s.waiting[Attempt]) > 0 }
 
-// give returns a slot: to the next waiting attempt, with up to Batch-1 more
-// riding with it.
-func (s *Slots[T]) give() {
+// giveBack returns a slot of kind k, and hands the free slots to the
+// waiting attempts: each to the next one, with up to Batch-1 more of its kind
+// riding with it. A batch of attempts on names won last is not held up by
+// attempts that other instances are taking at the same time.
+func (s *Slots[T]) giveBack(k Kind) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	lead := s.next()
-	if lead == nil {
-		s.used--
-		return
-	}
-	lead.state = leading
-	for len(lead.riders) < s.Batch-1 {
-		w := s.next()
-		if w == nil {
-			break
+	s.used[k]--
+	for {
+		lead, k := s.next()
+		if lead == nil {
+			return
 		}
-		w.state = riding
-		lead.riders = append(lead.riders, w.v)
-		close(w.ready)
+		s.used[k]++
+		lead.state = leading
+		for len(lead.riders) < s.Batch-1 && len(s.waiting[k]) > 0 {
+			w := s.take(k)
+			w.state = riding
+			lead.riders = append(lead.riders, w.v)
+			close(w.ready)
+		}
+		close(lead.ready)
 	}
-	close(lead.ready)
 }
 
-// next takes the waiter to go next: of the first kind that has one, the
-// first on the ring. s.mu must be held.
-func (s *Slots[T]) next() *waiter[T] {
+// next takes the waiter to go next, if one may, and tells its kind. s.mu
+// must be held.
+func (s *Slots[T]) next() (*waiter[T], Kind) {
 	for _, k := range [...]Kind{WonLast, Attempt} {
-		q := s.waiting[k]
-		if len(q) == 0 {
-			continue
+		if len(s.waiting[k]) > 0 && s.free(k) {
+			return s.take(k), k
 		}
-		if !s.sorted[k] { // once per batch at most: attempts queue between batches
-			slices.SortFunc(q, func(a, b *waiter[T]) int { return cmp.Compare(a.key, b.key) })
-			s.sorted[k] = true
-		}
-		w := q[0]
-		q[0] = nil
-		s.waiting[k] = q[1:]
-		return w
 	}
-	return nil
+	return nil, 0
+}
+
+// take takes the first waiter of kind k on the ring. s.mu must be held.
+func (s *Slots[T]) take(k Kind) *waiter[T] {
+	q := s.waiting[k]
+	if !s.sorted[k] { // once per batch at most: attempts queue between batches
+		slices.SortFunc(q, func(a, b *waiter[T]) int { return cmp.Compare(a.key, b.key) })
+		s.sorted[k] = true
+	}
+	w := q[0]
+	q[0] = nil
+	s.waiting[k] = q[1:]
+	return w
 }
 
 func remove[T any](q []*waiter[T], w *waiter[T]) []*waiter[T] {

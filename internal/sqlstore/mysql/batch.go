@@ -13,7 +13,9 @@ import (
 )
 
 // A batch (TryLockBatch) is two statements whatever its size: the upsert of
-// every row, then a read of which rows now carry this batch's tokens. Each
+// every row, then a read of which rows now carry this batch's tokens; on
+// MariaDB one, the upsert returning every row as it left it (RETURNING,
+// MariaDB 10.5). Each
 // reads the rows from one JSON parameter, an array of [name, token,
 // microseconds], with JSON_TABLE (MariaDB 10.6, MySQL 8.0.4), so that its text
 // is the same for every batch size and it is prepared once, on the first
@@ -56,15 +58,23 @@ const (
 	batchNames
 )
 
-// batchTexts returns the batch statements on tbl, the zone pinned by sqlOf.
-func batchTexts(tbl *tableInfo, sqlOf func(string) string) []string {
+// batchTexts returns the batch statements on tbl, the zone pinned by sqlOf;
+// on MariaDB (returning) the upsert returns each row's locked_by (and fence).
+func batchTexts(tbl *tableInfo, sqlOf func(string) string, returning bool) []string {
 	pairs := []string{"{fenceCol}", "", "{fenceNew}", "", "{fenceSet}", "", "{fenceRet}", "",
 		"{charset}", tbl.name.charset, "{collation}", tbl.name.collation, "{check}", tbl.nameCheckOf("b.n")}
 	if tbl.fence {
 		pairs[1], pairs[3], pairs[5], pairs[7] = ", fence", batchFenceNew, batchFenceSet, ", l.fence"
 	}
 	r := strings.NewReplacer(pairs...)
-	return []string{sqlOf(r.Replace(batchAcquireSQL)), sqlOf(r.Replace(batchOwnedSQL)), sqlOf(r.Replace(batchNamesSQL))}
+	acquire := r.Replace(batchAcquireSQL)
+	if returning {
+		acquire += " RETURNING locked_by"
+		if tbl.fence {
+			acquire += ", fence"
+		}
+	}
+	return []string{sqlOf(acquire), sqlOf(r.Replace(batchOwnedSQL)), sqlOf(r.Replace(batchNamesSQL))}
 }
 
 // errParse is the server's syntax error: a server without JSON_TABLE.
@@ -73,8 +83,8 @@ const errParse = 1064
 // batchPrepared is what the first batch prepares, on what the first use
 // found.
 type batchPrepared struct {
-	*prepared
-	stmts sqlstore.Prepared // by batchAcquire, batchOwned, batchNames; nil without JSON_TABLE
+	*prepared                   // its returning: the upsert returns the rows
+	stmts     sqlstore.Prepared // by batchAcquire, batchOwned, batchNames; nil without JSON_TABLE
 }
 
 // prepareBatch prepares the batch statements, on the first batch rather than
@@ -97,7 +107,7 @@ func (s *Store) prepareBatch(ctx context.Context) (*batchPrepared, error) {
 }
 
 // AcquireBatch takes the rows of as with the upsert, then reads which it
-// took: two round trips. A conflict that rolled the upsert back (see
+// took: two round trips, or one on MariaDB, whose upsert returns the rows. A conflict that rolled the upsert back (see
 // conflictOrError) is sqlstore.ErrConflict. A lock the upsert took stays
 // taken if the read fails; it is held until its lock_until.
 func (s *Store) AcquireBatch(ctx context.Context, as []sqlstore.BatchArgs) ([]sqlstore.Grant, error) {
@@ -118,15 +128,20 @@ func (s *Store) AcquireBatch(ctx context.Context, as []sqlstore.BatchArgs) ([]sq
 	if err != nil {
 		return nil, err
 	}
-	if _, err := bp.stmts[batchAcquire].ExecContext(ctx, string(doc)); err != nil {
+	var res *sql.Rows
+	if bp.returning {
+		res, err = bp.stmts[batchAcquire].QueryContext(ctx, string(doc))
+	} else if _, err = bp.stmts[batchAcquire].ExecContext(ctx, string(doc)); err == nil {
+		res, err = bp.stmts[batchOwned].QueryContext(ctx, string(doc))
+		if err != nil {
+			return nil, fmt.Errorf("read which locks the batch took: %w", err)
+		}
+	}
+	if err != nil {
 		if conflictOrError(err) == nil {
 			return nil, fmt.Errorf("%w: %w", sqlstore.ErrConflict, err)
 		}
 		return nil, nodeError(err)
-	}
-	res, err := bp.stmts[batchOwned].QueryContext(ctx, string(doc))
-	if err != nil {
-		return nil, fmt.Errorf("read which locks the batch took: %w", err)
 	}
 	defer res.Close()
 	grants := make([]sqlstore.Grant, len(as))
@@ -144,7 +159,13 @@ func (s *Store) AcquireBatch(ctx context.Context, as []sqlstore.BatchArgs) ([]sq
 			grants[i] = sqlstore.Grant{OK: true, Fence: fence.Int64}
 		}
 	}
-	return grants, res.Err()
+	if err := res.Err(); err != nil {
+		if conflictOrError(err) == nil { // MariaDB reports a conflict while the rows come
+			return nil, fmt.Errorf("%w: %w", sqlstore.ErrConflict, err)
+		}
+		return nil, nodeError(err)
+	}
+	return grants, nil
 }
 
 // NameKeys checks the new names of a batch with one statement, as NameKey

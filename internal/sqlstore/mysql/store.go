@@ -55,6 +55,7 @@ type prepared struct {
 	sqlOf                 func(stmt string) string // the table named, the zone pinned: for the admin statements
 	fence                 bool                     // the table has the fence column: acquiring returns the token
 	batchTexts            []string                 // see batchTexts; prepared by the first batch
+	returning             bool                     // the batch upsert returns its rows (MariaDB)
 }
 
 // New returns the store of table on db, for a provider whose owner is lockedBy.
@@ -104,6 +105,7 @@ func (s *Store) prepare(ctx context.Context) (*prepared, error) {
 		return nil, err
 	}
 	sqlOf := func(stmt string) string { return dialect(strings.ReplaceAll(stmt, "{t}", s.table)) }
+	mariadb := strings.Contains(strings.ToLower(version), "mariadb")
 	acquire := acquireSQL
 	if tbl.fence {
 		acquire = fencedAcquireSQL
@@ -113,7 +115,8 @@ func (s *Store) prepare(ctx context.Context) (*prepared, error) {
 		return nil, err
 	}
 	return &prepared{stmts: stmts, owned: sqlOf(ownedSQL), ownedUnexpired: sqlOf(ownedUnexpiredSQL),
-		nameCheck: tbl.nameCheck(), nameCol: tbl.name, sqlOf: sqlOf, fence: tbl.fence, batchTexts: batchTexts(tbl, sqlOf)}, nil
+		nameCheck: tbl.nameCheck(), nameCol: tbl.name, sqlOf: sqlOf, fence: tbl.fence,
+		batchTexts: batchTexts(tbl, sqlOf, mariadb), returning: mariadb}, nil
 }
 
 func (s *Store) exec(ctx context.Context, which int, args ...any) (bool, error) {
