@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"math/rand/v2"
 	"sync"
 	"time"
 
 	"github.com/shedlock-go/shedlock/internal/inflight"
-	"github.com/shedlock-go/shedlock/internal/jobname"
 )
 
 // errLate stands for an attempt past its fire time's window.
@@ -40,7 +38,9 @@ const maxBatch = 64
 // is 1), so that one connection stays free for releases and extensions, which
 // never wait for attempts: a lock this instance holds is kept and freed in one
 // statement's time, even while every attempt hangs on rows another
-// transaction holds. n must be >= 1.
+// transaction holds. Releases and extensions have a bound of n of their own,
+// so that a herd's winners releasing at once do not open a connection each.
+// n must be >= 1.
 //
 // Attempts beyond the bound wait, and go together: when one ends, the next
 // takes the queue with it, up to 64 attempts, in one batch statement where
@@ -106,6 +106,7 @@ type attempts struct {
 	maxInFlight int           // WithMaxInFlight; 0: the pool's size
 	once        sync.Once
 	slots       *inflight.Slots[*attempt] // see inFlight
+	held        inflight.Held             // bounds releases and extensions apart; see inFlight
 }
 
 // inFlight returns the bound, sized at its first use.
@@ -123,22 +124,50 @@ func (as *attempts) inFlight() *inflight.Slots[*attempt] {
 			batch = maxBatch
 		}
 		as.slots = inflight.New[*attempt](max(n-1, 1), batch, rand.Uint64())
+		as.held = inflight.NewHeld(n)
 	})
 	return as.slots
 }
 
-// try takes the lock within the acquire timeout (WithAcquireTimeout), or
+// unlock releases lock within the bound of releases and extensions, never
+// behind an attempt.
+func (as *attempts) unlock(ctx context.Context, lock Lock) error {
+	as.inFlight()
+	done, err := as.held.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("%w: wait for one of the executor's releases in flight: %w", ErrReleaseFailed, err)
+	}
+	defer done()
+	return lock.Unlock(ctx)
+}
+
+// extend extends lock as unlock releases it.
+func (as *attempts) extend(ctx context.Context, lock Lock, most, least time.Duration) error {
+	as.inFlight()
+	done, err := as.held.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("shedlock: wait for one of the executor's extensions in flight: %w", err)
+	}
+	defer done()
+	return lock.Extend(ctx, most, least)
+}
+
+// try takes the lock of cfg, whose name is key to the store, within the acquire timeout (WithAcquireTimeout), or
 // the caller's deadline if it is sooner: a cron or fixed-delay run has no
 // deadline of its own, and a store that hangs must not hold it for good. It
 // waits for a slot first, and gives up with errLate once end, the window of
 // its fire time, has passed (zero: no window). The attempt's context is made
 // once it has its slot: at a herd's tick, every waiting attempt costs its pod
 // only a timer.
-func (as *attempts) try(ctx context.Context, cfg LockConfig, kind inflight.Kind, end time.Time) (Lock, error) {
+func (as *attempts) try(ctx context.Context, cfg LockConfig, key string, kind inflight.Kind, end time.Time) (Lock, error) {
 	deadline := time.Now().Add(as.timeout)
-	a := &attempt{ctx: ctx, cfg: cfg, end: end, answer: make(chan LockResult, 1)}
 	s := as.inFlight()
-	g, err := s.Acquire(ctx, kind, a, ringKey(cfg.Name), end, deadline)
+	if g, ok := s.TryAcquire(kind); ok { // no queue: alone, at once
+		defer g.Done()
+		return as.alone(ctx, cfg, end, deadline)
+	}
+	a := &attempt{ctx: ctx, cfg: cfg, end: end, answer: make(chan LockResult, 1)}
+	g, err := s.Acquire(ctx, kind, a, ringKey(key), end, deadline)
 	switch {
 	case errors.Is(err, errLate):
 		return nil, errLate
@@ -150,24 +179,31 @@ func (as *attempts) try(ctx context.Context, cfg LockConfig, kind inflight.Kind,
 	}
 	defer g.Done()
 	if len(g.Riders) == 0 {
-		if !end.IsZero() && !time.Now().Before(end) {
-			return nil, errLate
-		}
-		ctx, cancel := context.WithDeadline(ctx, deadline)
-		defer cancel()
-		return as.lockOne(ctx, cfg)
+		return as.alone(ctx, cfg, end, deadline)
 	}
 	as.sendBatch(append(g.Riders, a), deadline)
 	r := <-a.answer
 	return r.Lock, r.Err
 }
 
-// ringKey is the name's place on the ring of attempts (see inflight.Slots):
-// the same on every instance, for the name as the store compares it.
-func ringKey(name string) uint64 {
-	h := fnv.New64a()
-	h.Write([]byte(jobname.Key(name)))
-	return h.Sum64()
+// alone sends one attempt that has its slot, unless its window has passed.
+func (as *attempts) alone(ctx context.Context, cfg LockConfig, end, deadline time.Time) (Lock, error) {
+	if !end.IsZero() && !time.Now().Before(end) {
+		return nil, errLate
+	}
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	return as.lockOne(ctx, cfg)
+}
+
+// ringKey is a name's place on the ring of attempts (see inflight.Slots),
+// from its key (jobname.Key): the same on every instance. FNV-1a.
+func ringKey(key string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(key); i++ {
+		h = (h ^ uint64(key[i])) * 1099511628211
+	}
+	return h
 }
 
 // sendBatch sends the attempts in one batch, those still in their window and

@@ -57,6 +57,8 @@ type leaseHooks struct {
 	emit func(ctx context.Context, ev Event, from time.Time)
 	// finished tells the executor that the task has returned.
 	finished func(*lease)
+	// extend extends the lock within the executor's bound.
+	extend func(ctx context.Context, lock Lock, most, least time.Duration) error
 }
 
 // lockEnd is when the task's context ends for a lock whose LockAtMostFor
@@ -256,7 +258,7 @@ func (l *lease) extend(ctx context.Context, most, least time.Duration, byKeepAli
 		return err
 	}
 	sent := time.Now()
-	err := l.lock.Extend(ctx, most, least) // never waits for the executor's attempts
+	err := l.hooks.extend(ctx, l.lock, most, least) // never waits for the executor's attempts
 	if errors.Is(err, ErrLockLost) {
 		l.lose(fmt.Errorf("%w: lock %q: an Extend was refused", ErrLockLost, l.cfg.Name), byKeepAlive)
 		return err

@@ -85,7 +85,7 @@ func (e *Executor) run(ctx context.Context, cfg LockConfig, task func(ctx contex
 	if !entered {
 		return false, r.skip(SkipRunningHere, "still running in this process")
 	}
-	lock, err := e.attempts.try(ctx, cfg, kind, r.window())
+	lock, err := e.attempts.try(ctx, cfg, r.key, kind, r.window())
 	defer e.leave(r.key, err == nil, errors.Is(err, ErrNotAcquired))
 	if err != nil {
 		return false, r.notTaken(err)
@@ -186,7 +186,8 @@ func (r *run) finished(l *lease, err error, result TaskResult, taskStart time.Ti
 func (r *run) release(lock Lock) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), r.e.releaseTimeout)
 	defer cancel()
-	if err := lock.Unlock(ctx); err != nil {
+	err := r.e.attempts.unlock(ctx, lock)
+	if err != nil {
 		r.e.log.ErrorContext(r.ctx, "shedlock: release failed; the lock stays held until its lock_until",
 			"lock", r.cfg.Name, "error", err)
 		ev := r.event(EventReleaseFailed)

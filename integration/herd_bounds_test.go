@@ -91,6 +91,13 @@ func TestExecutorBoundsConnections(t *testing.T) {
 	}
 }
 
+// oneByOne hides a provider's batches: the executor sends it one attempt at a time.
+type oneByOne struct{ p shedlock.LockProvider }
+
+func (o oneByOne) TryLock(ctx context.Context, cfg shedlock.LockConfig) (shedlock.Lock, error) {
+	return o.p.TryLock(ctx, cfg)
+}
+
 // The winner's release waits in the same pool as its own pod's attempts; it
 // must not wait behind them, or it runs out of its timeout and the lock stays
 // held until LockAtMostFor: the next tick would miss the job. The test reads
@@ -105,8 +112,10 @@ func TestReleaseNotStarvedByOwnAttempts(t *testing.T) {
 	db := testdb.Open(t, nil)
 	db.SetMaxOpenConns(2)
 	db.SetMaxIdleConns(2)
-	ex := shedlock.NewExecutor(newMySQLProvider(t, db, shedlock.WithTableName(table)),
-		shedlock.WithReleaseTimeout(10*time.Second), shedlock.WithAcquireTimeout(time.Minute))
+	// One statement per attempt, as a provider that cannot batch sends them:
+	// the herd's runs then count its statements.
+	ex := shedlock.NewExecutor(oneByOne{newMySQLProvider(t, db, shedlock.WithTableName(table))},
+		shedlock.WithReleaseTimeout(10*time.Second), shedlock.WithAcquireTimeout(time.Minute), shedlock.WithMaxInFlight(2))
 
 	started, finish := make(chan struct{}), make(chan struct{})
 	type result struct {

@@ -96,6 +96,19 @@ func New[T any](limit, batch int, start uint64) *Slots[T] {
 	return &Slots[T]{Limit: max(limit, 1), Batch: max(batch, 1), Start: start}
 }
 
+// TryAcquire takes a slot for an attempt of kind k if it may go at once and
+// alone (see Acquire), without waiting: the caller then builds no attempt to
+// queue.
+func (s *Slots[T]) TryAcquire(k Kind) (Grant[T], bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.queued() && s.free(k) {
+		s.used[k]++
+		return Grant[T]{done: s.doneFor(k)}, true
+	}
+	return Grant[T]{}, false
+}
+
 // Acquire waits for a slot for attempt v of kind k, whose place on the ring is
 // key. An attempt that finds a
 // slot free and nobody waiting goes at once and alone: a lone job pays nothing
@@ -225,3 +238,29 @@ func (s *Slots[T]) Waiting() (attempts, wonLast int) {
 	defer s.mu.Unlock()
 	return len(s.waiting[Attempt]), len(s.waiting[WonLast])
 }
+
+// Held bounds the releases and extensions of locks an executor holds, apart
+// from its attempts: they never wait behind an attempt, and a herd's winners
+// releasing at once do not open a connection each.
+type Held chan struct{}
+
+// NewHeld returns a bound of n statements.
+func NewHeld(n int) Held { return make(Held, max(n, 1)) }
+
+// Acquire waits for one of the bound's n places, or for ctx to end, and
+// returns what gives it back.
+func (h Held) Acquire(ctx context.Context) (func(), error) {
+	select {
+	case h <- struct{}{}:
+		return h.release, nil
+	default:
+	}
+	select {
+	case h <- struct{}{}:
+		return h.release, nil
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+}
+
+func (h Held) release() { <-h }
