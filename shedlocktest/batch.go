@@ -18,8 +18,9 @@ import (
 func testBatch(t *testing.T, newProvider NewProviderFunc) {
 	a, b := newProvider(t), newProvider(t)
 	ba, ok := a.(shedlock.BatchLocker)
-	if !ok {
-		t.Skipf("%T is not a shedlock.BatchLocker", a)
+	if !ok { // the contract is the provider's to take on: nothing to check
+		t.Logf("%T is not a shedlock.BatchLocker", a)
+		return
 	}
 	ctx := context.Background()
 	mustBatch := func(p shedlock.BatchLocker, cfgs ...shedlock.LockConfig) []shedlock.LockResult {
