@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/robfig/cron/v3"
+
 	"github.com/shedlock-go/shedlock/internal/eventqueue"
 	"github.com/shedlock-go/shedlock/internal/jobname"
 )
@@ -91,6 +93,12 @@ func (e *Executor) emit(ctx context.Context, ev Event, from time.Time) {
 		ev.Duration = ev.Time.Sub(from)
 	}
 	e.events.Push(ctx, ev)
+}
+
+// cronEntry is where Schedule added a name's job (see freeRemoved).
+type cronEntry struct {
+	c  *cron.Cron
+	id cron.EntryID
 }
 
 // registerLocked claims name for one job, unless the executor has stopped. e.mu

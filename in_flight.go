@@ -38,9 +38,10 @@ const maxBatch = 64
 // is 1), so that one connection stays free for releases and extensions, which
 // never wait for attempts: a lock this instance holds is kept and freed in one
 // statement's time, even while every attempt hangs on rows another
-// transaction holds. Releases and extensions have a bound of n of their own,
-// so that a herd's winners releasing at once do not open a connection each.
-// n must be >= 1.
+// transaction holds; they go before waiting attempts when a statement ends,
+// and keep to the bound of n too, so that a herd's winners releasing at once do
+// not open a connection each. With n = 1, one attempt and one release or
+// extension may be in flight. n must be >= 1.
 //
 // Attempts beyond the bound wait, and go together: when one ends, the next
 // takes the queue with it, up to 64 attempts, in one batch statement where
@@ -106,7 +107,6 @@ type attempts struct {
 	maxInFlight int           // WithMaxInFlight; 0: the pool's size
 	once        sync.Once
 	slots       *inflight.Slots[*attempt] // see inFlight
-	held        inflight.Held             // bounds releases and extensions apart; see inFlight
 }
 
 // inFlight returns the bound, sized at its first use.
@@ -123,8 +123,7 @@ func (as *attempts) inFlight() *inflight.Slots[*attempt] {
 		if _, ok := as.provider.(BatchLocker); ok {
 			batch = maxBatch
 		}
-		as.slots = inflight.New[*attempt](max(n-1, 1), batch, rand.Uint64())
-		as.held = inflight.NewHeld(n)
+		as.slots = inflight.New[*attempt](n, n-1, batch, rand.Uint64())
 	})
 	return as.slots
 }
@@ -132,10 +131,9 @@ func (as *attempts) inFlight() *inflight.Slots[*attempt] {
 // unlock releases lock within the bound of releases and extensions, never
 // behind an attempt.
 func (as *attempts) unlock(ctx context.Context, lock Lock) error {
-	as.inFlight()
-	done, err := as.held.Acquire(ctx)
+	done, err := as.inFlight().AcquireHeld(ctx)
 	if err != nil {
-		return fmt.Errorf("%w: wait for one of the executor's releases in flight: %w", ErrReleaseFailed, err)
+		return fmt.Errorf("%w: wait for one of the executor's statements in flight: %w", ErrReleaseFailed, err)
 	}
 	defer done()
 	return lock.Unlock(ctx)
@@ -143,10 +141,9 @@ func (as *attempts) unlock(ctx context.Context, lock Lock) error {
 
 // extend extends lock as unlock releases it.
 func (as *attempts) extend(ctx context.Context, lock Lock, most, least time.Duration) error {
-	as.inFlight()
-	done, err := as.held.Acquire(ctx)
+	done, err := as.inFlight().AcquireHeld(ctx)
 	if err != nil {
-		return fmt.Errorf("shedlock: wait for one of the executor's extensions in flight: %w", err)
+		return fmt.Errorf("shedlock: wait for one of the executor's statements in flight: %w", err)
 	}
 	defer done()
 	return lock.Extend(ctx, most, least)

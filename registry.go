@@ -6,12 +6,6 @@ import (
 	"github.com/shedlock-go/shedlock/internal/jobname"
 )
 
-// cronEntry is where Schedule added a name's job.
-type cronEntry struct {
-	c  *cron.Cron
-	id cron.EntryID
-}
-
 // recordEntry remembers the entry Schedule added under name, so that the name
 // can be registered again once the entry is removed (see freeRemoved).
 func (e *Executor) recordEntry(name string, c *cron.Cron, id cron.EntryID) {

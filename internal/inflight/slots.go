@@ -27,10 +27,13 @@ const (
 	kinds
 )
 
-// Slots bounds attempts in flight to Limit, and hands the attempts that wait
+// Slots bounds statements in flight to Size, attempts among them to Limit
+// (less than Size), and hands the attempts that wait
 // for one to the next attempt that gets one, up to Batch together.
 //
-// Releases and extensions do not come here: they never wait for attempts.
+// Releases and extensions of locks held (AcquireHeld) never wait for an
+// attempt: attempts leave at least Size-Limit places free for them, and they
+// go first when places free.
 //
 // Who goes first: attempts on names this executor took at their last attempt
 // (WonLast), then, once none of those is in flight, the others, each kind in the order of their keys on a ring
@@ -45,6 +48,8 @@ const (
 // attempts reach them, and the winners do not wait behind each other's rows.
 // No pod learns from another, and the lock, not the order, decides who runs.
 type Slots[T any] struct {
+	// Size is how many statements may be in flight at once.
+	Size int
 	// Limit is how many attempts may be in flight at once.
 	Limit int
 	// Batch is the most attempts one grant carries, its own included.
@@ -54,6 +59,8 @@ type Slots[T any] struct {
 
 	mu      sync.Mutex
 	used    [kinds]int // attempts in flight, by kind
+	held    int        // releases and extensions in flight
+	heldQ   []*heldWaiter
 	waiting [kinds][]*waiter[T]
 	sorted  [kinds]bool // waiting[k] is in ring order
 }
@@ -90,10 +97,13 @@ func (g Grant[T]) Done() {
 	}
 }
 
-// New returns slots for limit attempts in flight, batch attempts at most to a
-// grant (1: each attempt alone), going round the ring of keys from start.
-func New[T any](limit, batch int, start uint64) *Slots[T] {
-	return &Slots[T]{Limit: max(limit, 1), Batch: max(batch, 1), Start: start}
+// New returns slots for size statements in flight, limit attempts among
+// them, batch attempts at most to a grant (1: each attempt alone), going round
+// the ring of keys from start. size is raised to limit+1 where it is not
+// above it: a release or an extension always has a place.
+func New[T any](size, limit, batch int, start uint64) *Slots[T] {
+	limit = max(limit, 1)
+	return &Slots[T]{Size: max(size, limit+1), Limit: limit, Batch: max(batch, 1), Start: start}
 }
 
 // TryAcquire takes a slot for an attempt of kind k if it may go at once and
@@ -158,7 +168,9 @@ func (s *Slots[T]) Acquire(ctx context.Context, k Kind, v T, key uint64, end, de
 // free reports whether an attempt of kind k may go now: a slot is free, and
 // for an Attempt, no WonLast is in flight. s.mu must be held.
 func (s *Slots[T]) free(k Kind) bool {
-	return s.used[WonLast]+s.used[Attempt] < s.Limit && (k == WonLast || s.used[WonLast] == 0)
+	attempts := s.used[WonLast] + s.used[Attempt]
+	return attempts < s.Limit && attempts+s.held < s.Size && len(s.heldQ) == 0 &&
+		(k == WonLast || s.used[WonLast] == 0)
 }
 
 // doneFor returns what gives a slot of kind k back.
@@ -183,6 +195,19 @@ func (s *Slots[T]) giveBack(k Kind) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.used[k]--
+	s.dispatch()
+}
+
+// dispatch hands the free places to waiting releases and extensions first,
+// then to waiting attempts. s.mu must be held.
+func (s *Slots[T]) dispatch() {
+	for len(s.heldQ) > 0 && s.used[WonLast]+s.used[Attempt]+s.held < s.Size {
+		w := s.heldQ[0]
+		s.heldQ = s.heldQ[1:]
+		s.held++
+		w.granted = true
+		close(w.ready)
+	}
 	for {
 		lead, k := s.next()
 		if lead == nil {
@@ -239,28 +264,43 @@ func (s *Slots[T]) Waiting() (attempts, wonLast int) {
 	return len(s.waiting[Attempt]), len(s.waiting[WonLast])
 }
 
-// Held bounds the releases and extensions of locks an executor holds, apart
-// from its attempts: they never wait behind an attempt, and a herd's winners
-// releasing at once do not open a connection each.
-type Held chan struct{}
-
-// NewHeld returns a bound of n statements.
-func NewHeld(n int) Held { return make(Held, max(n, 1)) }
-
-// Acquire waits for one of the bound's n places, or for ctx to end, and
-// returns what gives it back.
-func (h Held) Acquire(ctx context.Context) (func(), error) {
-	select {
-	case h <- struct{}{}:
-		return h.release, nil
-	default:
-	}
-	select {
-	case h <- struct{}{}:
-		return h.release, nil
-	case <-ctx.Done():
-		return nil, context.Cause(ctx)
-	}
+type heldWaiter struct {
+	granted bool
+	ready   chan struct{}
 }
 
-func (h Held) release() { <-h }
+// AcquireHeld waits for a place for a release or an extension, never behind
+// an attempt, or for ctx to end, and returns what gives it back.
+func (s *Slots[T]) AcquireHeld(ctx context.Context) (func(), error) {
+	s.mu.Lock()
+	if len(s.heldQ) == 0 && s.used[WonLast]+s.used[Attempt]+s.held < s.Size {
+		s.held++
+		s.mu.Unlock()
+		return s.doneHeld, nil
+	}
+	w := &heldWaiter{ready: make(chan struct{})}
+	s.heldQ = append(s.heldQ, w)
+	s.mu.Unlock()
+	select {
+	case <-w.ready:
+		return s.doneHeld, nil
+	case <-ctx.Done():
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if w.granted {
+		s.held--
+		s.dispatch()
+	} else if i := slices.Index(s.heldQ, w); i >= 0 {
+		s.heldQ = slices.Delete(s.heldQ, i, i+1)
+		s.dispatch() // attempts may have waited behind it
+	}
+	return nil, context.Cause(ctx)
+}
+
+func (s *Slots[T]) doneHeld() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.held--
+	s.dispatch()
+}

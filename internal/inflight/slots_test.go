@@ -58,7 +58,7 @@ func queued(t *testing.T, s *Slots[int], attempts, wonLast int) {
 // alone; attempts on names won last go before the others, and the others wait
 // while one is in flight.
 func TestSlotsOrder(t *testing.T) {
-	s := New[int](2, 1, 0)
+	s := New[int](3, 2, 1, 0)
 	a1, a2 := granted(t, request(s, Attempt, 1)), granted(t, request(s, Attempt, 2))
 	if a1.Rider || a2.Rider || len(a1.Riders)+len(a2.Riders) != 0 {
 		t.Fatalf("lone attempts got %+v, %+v; want a slot each, alone", a1, a2)
@@ -84,7 +84,7 @@ func TestSlotsOrder(t *testing.T) {
 // When a slot frees, the next attempt takes the queue with it, up to Batch
 // in all; the riders hold no slot.
 func TestSlotsBatch(t *testing.T) {
-	s := New[int](1, 3, 0)
+	s := New[int](2, 1, 3, 0)
 	first := granted(t, request(s, Attempt, 0))
 	var waiting []<-chan Grant[int]
 	for v := 1; v <= 4; v++ {
@@ -146,7 +146,7 @@ func receiveAny(t *testing.T, chans []<-chan Grant[int]) Grant[int] {
 // A batch of attempts on names won last carries only those: the others wait
 // for the next slot.
 func TestSlotsBatchOfWonLastAlone(t *testing.T) {
-	s := New[int](1, 3, 0)
+	s := New[int](2, 1, 3, 0)
 	first := granted(t, request(s, Attempt, 0))
 	chans := []<-chan Grant[int]{request(s, Attempt, 1), request(s, Attempt, 2)}
 	queued(t, s, 2, 0)
@@ -174,7 +174,7 @@ func TestSlotsBatchOfWonLastAlone(t *testing.T) {
 // A waiter gives up with its context's cause, or ErrLate at its end, and
 // holds nothing after.
 func TestSlotsWaitEnds(t *testing.T) {
-	s := New[int](1, 8, 0)
+	s := New[int](2, 1, 8, 0)
 	g, err := s.Acquire(context.Background(), Attempt, 0, 0, time.Time{}, time.Time{})
 	if err != nil {
 		t.Fatal(err)
@@ -210,7 +210,7 @@ func TestSlotsRingOrder(t *testing.T) {
 		{0, []int{10, 20, 30, 40}},
 		{25, []int{30, 40, 10, 20}},
 	} {
-		s := New[int](1, 2, tc.start)
+		s := New[int](2, 1, 2, tc.start)
 		first := granted(t, request(s, Attempt, 0))
 		var chans []<-chan Grant[int]
 		for _, v := range []int{30, 10, 40, 20} {
@@ -244,4 +244,59 @@ func TestSlotsRingOrder(t *testing.T) {
 			t.Errorf("start %d: left waiting after the first batch %v; want %v", tc.start, got[1:3], tc.want[2:])
 		}
 	}
+}
+
+// A release or an extension goes at once beside attempts at their limit, and,
+// once every place is taken, before the attempts waiting when one frees; the
+// slots stay within Size.
+func TestSlotsHeldNeverBehindAttempts(t *testing.T) {
+	s := New[int](3, 2, 1, 0)
+	a1, a2 := granted(t, request(s, Attempt, 1)), granted(t, request(s, Attempt, 2))
+	h1, err := s.AcquireHeld(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiting := request(s, Attempt, 3)
+	queued(t, s, 1, 0)
+	held := make(chan func(), 1)
+	go func() {
+		if done, err := s.AcquireHeld(context.Background()); err == nil {
+			held <- done
+		}
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for { // the second release waits: every place is taken
+		s.mu.Lock()
+		n := len(s.heldQ)
+		s.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the second release did not wait")
+		}
+		time.Sleep(time.Millisecond) // poll interval
+	}
+	a1.Done()
+	var h2 func()
+	select {
+	case h2 = <-held:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the release did not get the freed place")
+	}
+	notGranted(t, waiting)
+	h1()
+	granted(t, waiting).Done()
+	h2()
+	a2.Done()
+	if s.used != [kinds]int{} || s.held != 0 {
+		t.Fatalf("left in use: attempts %v, held %d", s.used, s.held)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	done, err := s.AcquireHeld(ctx)
+	if err != nil {
+		t.Fatalf("a free place: %v", err)
+	}
+	done()
 }
