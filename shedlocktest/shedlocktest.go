@@ -33,7 +33,8 @@ type NewProviderFunc func(t *testing.T) shedlock.LockProvider
 type NewStoreFunc func(t *testing.T) NewProviderFunc
 
 // Run runs the behaviour suite as parallel subtests of t. Where the provider
-// is a shedlock.BatchLocker, it checks the batch contract too.
+// is a shedlock.BatchLocker, it checks the batch contract too, and that an
+// executor's herd of attempts goes in batches.
 func Run(t *testing.T, newStore NewStoreFunc) {
 	tests := []struct {
 		name string
@@ -53,6 +54,7 @@ func Run(t *testing.T, newStore NewStoreFunc) {
 		{"CancelledContextTakesNoLock", testCancelledContext},
 		{"FenceIncreases", testFenceIncreases},
 		{"Batch", testBatch}, // checks nothing unless the provider is a shedlock.BatchLocker
+		{"HerdThroughExecutor", testHerd},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
