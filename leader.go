@@ -64,8 +64,8 @@ type Leader struct {
 	mu      sync.Mutex
 	started bool
 	stopped bool
-	term    *term // the current term; nil while following
-	held    Lock  // the last term's lock, until it is released or known lost
+	term    *term         // the current term; nil while following
+	held    Lock          // the last term's lock, until it is released or known lost
 	jobs    int           // OnlyWhenLeading jobs running
 	jobsOut chan struct{} // closed when jobs reaches 0, for Stop; nil unless it waits
 }
