@@ -49,6 +49,11 @@ var ErrNotLeader = errors.New("shedlock: not the leader")
 // VM) is told nothing until it runs again; writes it makes then must carry
 // the term's fencing token (FenceFromContext on the leadership's context),
 // which the store that receives them checks.
+//
+// Every wait is bounded: a campaign's TryLock by the lease less its margin (a
+// lease that arrives later could not be acted on), a renewal by half the time
+// the term has left (so that a hung connection leaves time to retry on
+// another), and Stop by its ctx.
 type Leader struct {
 	provider LockProvider
 	cfg      LockConfig // Name, LockAtMostFor = the lease, LockAtLeastFor 0

@@ -34,6 +34,7 @@ type Listener interface {
 	// OnEvent receives one event. ctx is the context the run was started with
 	// (Run's, or the executor's own for Wrap, WithLock and FixedDelay jobs), for
 	// its values, such as a trace span: it may have ended by the time OnEvent runs.
+	// A Leader's events carry context.Background().
 	OnEvent(ctx context.Context, ev Event)
 }
 
@@ -194,8 +195,8 @@ func enumName(names []string, i int, typ string) string {
 	return typ + "(" + strconv.Itoa(i) + ")"
 }
 
-// RunID identifies one attempt of one executor: every event of the attempt
-// carries it. It is comparable, for use as a map key; two executors' runs never
+// RunID identifies one attempt of one executor, or one term of one Leader:
+// every event of the attempt (or term) carries it. It is comparable, for use as a map key; two executors' runs never
 // share one.
 type RunID struct {
 	seq *runSeq // its executor's, which the ID does not keep alive
