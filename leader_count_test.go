@@ -109,4 +109,3 @@ func TestLeaderStatements(t *testing.T) {
 		t.Errorf("follower: %d statements, want about %d (one per retry)", f, want)
 	}
 }
-
