@@ -82,7 +82,7 @@ func WithLeaderListener(l Listener) LeaderOption {
 	}
 }
 
-// checkLeader validates what NewLeader was given, options applied, and fills
+// check validates what NewLeader was given, options applied, and fills
 // in the defaults.
 func (o *leaderOptions) check(p LockProvider, cfg LockConfig) error {
 	if p == nil {

@@ -167,7 +167,7 @@ func leaderPodEnv(pod, store, addr, table, dataDSN string, lease, retry time.Dur
 func leaderKills() (int, error) {
 	s := os.Getenv("SHEDLOCK_LEADER_KILLS")
 	if s == "" {
-		return 6, nil
+		return 3, nil
 	}
 	n, err := strconv.Atoi(s)
 	if err != nil || n < 1 {
