@@ -134,6 +134,15 @@
 // LockAtMostFor. Give ctx a deadline inside the time the platform allows for
 // shutdown (a Kubernetes pod's terminationGracePeriodSeconds).
 //
+// # One leader for a group
+//
+// A Leader holds one lease per group of jobs instead of a lock per run: jobs
+// wrapped with Leader.OnlyWhenLeading (robfig/cron) or gated by
+// shedlockgocron.NewElector run only on the instance that leads, under the
+// leadership's context, at no statement per run. That context ends a margin
+// before the lease could end in the store, and carries the term's fencing
+// token (FenceFromContext).
+//
 // # Options
 //
 // Every constructor of this module and of its published modules (shedlockredis,

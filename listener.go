@@ -34,6 +34,7 @@ type Listener interface {
 	// OnEvent receives one event. ctx is the context the run was started with
 	// (Run's, or the executor's own for Wrap, WithLock and FixedDelay jobs), for
 	// its values, such as a trace span: it may have ended by the time OnEvent runs.
+	// A Leader's events carry context.Background().
 	OnEvent(ctx context.Context, ev Event)
 }
 
@@ -51,6 +52,9 @@ func (f ListenerFunc) OnEvent(ctx context.Context, ev Event) { f(ctx, ev) }
 // EventExpired, then EventFinished (absent only when Stop began while the lock
 // was being taken, and the task did not run), and last exactly one of
 // EventReleased and EventReleaseFailed.
+//
+// A Leader's term is a run of two events: EventLeadershipGained, then
+// EventLeadershipLost.
 type Event struct {
 	Kind EventKind
 	// Run is the same for every event of one attempt.
@@ -63,7 +67,8 @@ type Event struct {
 	// the attempt took; for EventFinished, how long the task ran; for
 	// EventReleased and EventReleaseFailed, how long the lock was held (from
 	// the attempt's start); for EventExtended and EventExtendFailed, how long
-	// the Extend took.
+	// the Extend took; for EventLeadershipGained, how long the TryLock took; for
+	// EventLeadershipLost, how long the term lasted.
 	Duration time.Duration
 	// Until is, for EventAcquired and EventExtended, when the task's context ends
 	// unless the lock is extended again: a margin before the lock's own end.
@@ -86,6 +91,9 @@ type Event struct {
 	// Dropped counts the events dropped since the last EventDropped
 	// (EventDropped): every event of the runs dropped whole.
 	Dropped uint64
+	// Fence is, for EventLeadershipGained and EventLeadershipLost, the term's
+	// fencing token (0 where the store keeps none).
+	Fence int64
 }
 
 // EventKind names an event. Its String is the snake_case form used in metric labels.
@@ -121,6 +129,13 @@ const (
 	// EventDropped: Dropped events were dropped because listeners fell behind:
 	// whole runs, of which the listeners saw no event. It belongs to no run.
 	EventDropped
+	// EventLeadershipGained: a Leader took its lease and leads (see
+	// WithLeaderListener). Config is the lease (Name, LockAtMostFor); Run is
+	// the term, Fence its token, Until when its context ends unless renewed.
+	EventLeadershipGained
+	// EventLeadershipLost: the term's context has ended; Err is its cause
+	// (wrapping ErrLockLost, or ErrStopped) and Duration how long it led.
+	EventLeadershipLost
 )
 
 var eventKindNames = [...]string{
@@ -128,6 +143,7 @@ var eventKindNames = [...]string{
 	EventAcquired: "acquired", EventExtended: "extended", EventExtendFailed: "extend_failed",
 	EventLost: "lost", EventExpired: "expired", EventFinished: "finished",
 	EventReleased: "released", EventReleaseFailed: "release_failed", EventDropped: "dropped",
+	EventLeadershipGained: "leadership_gained", EventLeadershipLost: "leadership_lost",
 }
 
 func (k EventKind) String() string { return enumName(eventKindNames[:], int(k), "EventKind") }
@@ -179,8 +195,8 @@ func enumName(names []string, i int, typ string) string {
 	return typ + "(" + strconv.Itoa(i) + ")"
 }
 
-// RunID identifies one attempt of one executor: every event of the attempt
-// carries it. It is comparable, for use as a map key; two executors' runs never
+// RunID identifies one attempt of one executor, or one term of one Leader:
+// every event of the attempt (or term) carries it. It is comparable, for use as a map key; two executors' runs never
 // share one.
 type RunID struct {
 	seq *runSeq // its executor's, which the ID does not keep alive
@@ -215,9 +231,9 @@ func newEventQueue(listeners []Listener, log *slog.Logger) *eventqueue.Queue[Eve
 // placeInRun tells the queue an event's run and its place in it (see Event).
 func placeInRun(ev Event) (uint64, eventqueue.Place) {
 	switch ev.Kind {
-	case EventAttempt:
+	case EventAttempt, EventLeadershipGained:
 		return ev.Run.n, eventqueue.First
-	case EventSkipped, EventStoreError, EventReleased, EventReleaseFailed:
+	case EventSkipped, EventStoreError, EventReleased, EventReleaseFailed, EventLeadershipLost:
 		return ev.Run.n, eventqueue.Last
 	}
 	return ev.Run.n, eventqueue.Within

@@ -32,14 +32,17 @@ const (
 // keepAliveMostFor is the pods' LockAtMostFor: their one run lasts many times it.
 const keepAliveMostFor = time.Second
 
-// TestMain lets TestKeepAliveAcrossProcesses and TestFenceStaleWriteAcrossProcesses
-// re-run this test binary as a pod.
+// TestMain lets TestKeepAliveAcrossProcesses, TestFenceStaleWriteAcrossProcesses
+// and TestLeaderAcrossProcesses re-run this test binary as a pod.
 func TestMain(m *testing.M) {
 	if os.Getenv(envKeepAlivePod) != "" {
 		os.Exit(keepAlivePodMain())
 	}
 	if os.Getenv(envFencePod) != "" {
 		os.Exit(fencePodMain())
+	}
+	if os.Getenv(envLeaderPod) != "" {
+		os.Exit(leaderPodMain())
 	}
 	os.Exit(m.Run())
 }

@@ -12,6 +12,11 @@
 // gocron names a job after its function, so two jobs of one function share a
 // lock, and a long package path may pass the 64 characters a name can have.
 //
+// For one leader per group instead of a lock per run, NewElector turns a
+// shedlock.Leader into a gocron.Elector:
+//
+//	s, err := gocron.NewScheduler(gocron.WithDistributedElector(shedlockgocron.NewElector(leader)))
+//
 // # Why LockAtLeastFor
 //
 // gocron releases the lock as soon as the job returns. Instances whose schedules

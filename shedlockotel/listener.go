@@ -19,6 +19,10 @@
 //	shedlock.extension.errors    {error}        extensions that failed and will be retried
 //	shedlock.lock.losses         {loss}         tasks whose lock ended under them; shedlock.loss.reason: lost, expired
 //	shedlock.events.dropped      {event}        events dropped, whole runs at a time, because listeners fell behind
+//	shedlock.leader              {leader}       1 while this instance leads the group (a shedlock.Leader's lease name)
+//
+// Give the same Listener to a shedlock.Leader (shedlock.WithLeaderListener)
+// for shedlock.leader; the leader's events start no span.
 //
 // Each run whose lock was taken is a span named "shedlock " + the lock's name,
 // from the attempt's start to the release, a child of the span in the context
@@ -142,6 +146,7 @@ type Listener struct {
 	extensionErrors metric.Int64Counter
 	losses          metric.Int64Counter
 	dropped         metric.Int64Counter
+	leading         metric.Int64UpDownCounter
 
 	mu    sync.Mutex
 	spans map[shedlock.RunID]trace.Span // runs whose lock is taken and not yet released
@@ -189,6 +194,10 @@ func New(opts ...Option) (*Listener, error) {
 		metric.WithDescription("Locks taken and not yet released."))
 	errs = append(errs, err)
 	l.active = active
+	leading, err := m.Int64UpDownCounter("shedlock.leader", metric.WithUnit("{leader}"),
+		metric.WithDescription("1 while this instance leads the group, 0 otherwise."))
+	errs = append(errs, err)
+	l.leading = leading
 	l.held = histogram("shedlock.lock.hold.duration", "How long locks were held, from the attempt's start to the release.")
 	l.releaseErrors = counter("shedlock.release.errors", "{error}", "Releases that failed; the lock stays held until its end.")
 	l.extensions = counter("shedlock.extensions", "{extension}", "Locks extended while their task ran, by keep-alive or by the task.")
@@ -245,6 +254,10 @@ func (l *Listener) OnEvent(ctx context.Context, ev shedlock.Event) {
 			l.releaseErrors.Add(bg, 1, attrs)
 		}
 		l.endSpan(ev)
+	case shedlock.EventLeadershipGained:
+		l.leading.Add(bg, 1, attrs)
+	case shedlock.EventLeadershipLost:
+		l.leading.Add(bg, -1, attrs)
 	case shedlock.EventDropped:
 		// The executor drops whole runs: every span open here still gets its end.
 		l.dropped.Add(bg, int64(ev.Dropped))

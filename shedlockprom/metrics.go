@@ -25,6 +25,10 @@
 //	shedlock_extension_errors_total{lock}          extensions that failed and will be retried
 //	shedlock_lock_losses_total{lock,reason}        tasks whose lock ended under them: lost, expired
 //	shedlock_dropped_events_total                  events dropped, whole runs at a time, because listeners fell behind
+//	shedlock_leader{lock}                          1 while this instance leads the group (a shedlock.Leader's lease name)
+//
+// Give the same Metrics to a shedlock.Leader (shedlock.WithLeaderListener) for
+// shedlock_leader.
 package shedlockprom
 
 import (
@@ -93,6 +97,7 @@ type Metrics struct {
 	extensionErrors *prometheus.CounterVec
 	losses          *prometheus.CounterVec
 	dropped         prometheus.Counter
+	leader          *prometheus.GaugeVec
 }
 
 // New returns the metrics, unregistered. A bad or nil option panics with an
@@ -145,13 +150,15 @@ func newMetrics(ctor string, opts []Option) (*Metrics, error) {
 			"could not extend it in time) or expired (LockAtMostFor ran out without keep-alive).", "reason"),
 		dropped: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "shedlock", Name: "dropped_events_total",
 			Help: "Lock events dropped, whole runs at a time, because listeners fell behind; the other metrics miss those runs."}),
+		leader: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "shedlock", Name: "leader",
+			Help: "1 while this instance leads the group (a shedlock.Leader's lease), 0 otherwise."}, []string{"lock"}),
 	}
 	return m, nil
 }
 
 func (m *Metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.attempts, m.acquisitions, m.skips, m.storeErrors, m.runDuration, m.inProgress,
-		m.held, m.releaseErrors, m.extensions, m.extensionErrors, m.losses, m.dropped}
+		m.held, m.releaseErrors, m.extensions, m.extensionErrors, m.losses, m.dropped, m.leader}
 }
 
 // Describe implements prometheus.Collector.
@@ -194,6 +201,10 @@ func (m *Metrics) OnEvent(_ context.Context, ev shedlock.Event) {
 	case shedlock.EventReleased:
 		m.held.WithLabelValues(lock).Observe(ev.Duration.Seconds())
 		m.inProgress.WithLabelValues(lock).Dec()
+	case shedlock.EventLeadershipGained:
+		m.leader.WithLabelValues(lock).Set(1)
+	case shedlock.EventLeadershipLost:
+		m.leader.WithLabelValues(lock).Set(0)
 	case shedlock.EventReleaseFailed:
 		m.releaseErrors.WithLabelValues(lock).Inc()
 		m.held.WithLabelValues(lock).Observe(ev.Duration.Seconds())

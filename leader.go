@@ -1,0 +1,262 @@
+package shedlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/shedlock-go/shedlock/internal/eventqueue"
+)
+
+// ErrNotLeader is the cause of the context Leader.Context returns while this
+// instance does not lead, and what shedlockgocron's elector answers then.
+var ErrNotLeader = errors.New("shedlock: not the leader")
+
+// Leader keeps at most one instance of a group leading at a time, on any
+// LockProvider: it holds the lease `name` while it leads, extended in the
+// store's time, and campaigns again when it does not.
+//
+// The lease is a lock like a job's (a row of the lock table, which the
+// command's list shows): a follower tries to take it (TryLock, LockAtMostFor =
+// lease, LockAtLeastFor 0) every retry period; the leader extends it every
+// renew period (Extend, a third of the lease by default), and releases it on
+// Stop. Each taking of the lease is a term, with its own fencing token.
+//
+// Choose one leader for a group of jobs that belong together (one instance
+// polls the outbox, compacts and reports, and keeps caches for it); choose a
+// lock per job (Executor) when each job may run on any instance and runs are
+// short. A job run under the leader costs no statement: the lease is renewed
+// whatever the jobs do.
+//
+// # Failover
+//
+// A leader that stops gracefully frees the lease at once: a follower leads
+// within one retry period. One that dies keeps it until the lease runs out in
+// the store: a follower leads within the lease plus one retry period. At the
+// defaults (lease 15 s, retry 2 s, renew 5 s) a leader makes 12 statements a
+// minute, a follower 30.
+//
+// # Safety
+//
+// The leadership's context (Context) ends a margin before the lease could
+// end in the store (a tenth of the lease, at most 5 s, as a task's context
+// does), counted from when the last successful renewal was sent: so an old
+// leader stops before a new one can start, whatever the instances' wall
+// clocks say, since the store alone decides when the lease ends and the
+// leader measures only elapsed time. A leader paused past that (GC, a stopped
+// VM) is told nothing until it runs again; writes it makes then must carry
+// the term's fencing token (FenceFromContext on the leadership's context),
+// which the store that receives them checks.
+//
+// Every wait is bounded: a campaign's TryLock by the lease less its margin (a
+// lease that arrives later could not be acted on), a renewal by half the time
+// the term has left (so that a hung connection leaves time to retry on
+// another), and Stop by its ctx.
+type Leader struct {
+	provider LockProvider
+	cfg      LockConfig // Name, LockAtMostFor = the lease, LockAtLeastFor 0
+	opts     leaderOptions
+	events   *eventqueue.Queue[Event] // nil without listeners
+	seq      runSeq                   // numbers terms for listeners
+
+	loopCtx  context.Context // ends on Stop
+	stopLoop context.CancelFunc
+	done     chan struct{} // closed when the campaign loop has returned
+	wake     chan struct{} // a term ended: campaign now
+
+	mu      sync.Mutex
+	started bool
+	stopped bool
+	term    *term         // the current term; nil while following
+	held    Lock          // the last term's lock, until it is released or known lost
+	jobs    int           // OnlyWhenLeading jobs running
+	jobsOut chan struct{} // closed when jobs reaches 0, for Stop; nil unless it waits
+}
+
+// NewLeader returns a leader for the group name with the given lease; it
+// campaigns once started (Start). Bad input is an error wrapping
+// ErrInvalidConfig (empty or over-long name, a lease under MinLeaderLease or
+// one the store refuses) or ErrInvalidOption (nil provider, a bad or nil
+// option).
+func NewLeader(p LockProvider, name string, lease time.Duration, opts ...LeaderOption) (*Leader, error) {
+	o := leaderOptions{retry: DefaultLeaderRetryPeriod}
+	if err := applyOptions(fmt.Sprintf("NewLeader(%q)", name), &o, opts); err != nil {
+		return nil, err
+	}
+	if o.log == nil {
+		o.log = defaultExecutorOptions().logger
+	}
+	cfg := LockConfig{Name: name, LockAtMostFor: lease}
+	if err := o.check(p, cfg); err != nil {
+		return nil, err
+	}
+	l := &Leader{provider: p, cfg: cfg, opts: o, events: newEventQueue(o.listeners, o.log),
+		done: make(chan struct{}), wake: make(chan struct{}, 1)}
+	l.loopCtx, l.stopLoop = context.WithCancel(context.Background())
+	return l, nil
+}
+
+// Start campaigns, in a goroutine of the leader's own, until Stop. A second
+// Start, or one after Stop, does nothing.
+func (l *Leader) Start() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.started || l.stopped {
+		return
+	}
+	l.started = true
+	go l.loop()
+}
+
+// Stop ends the campaign: the leadership's context ends with the cause
+// ErrStopped, jobs run by OnlyWhenLeading are waited for, then the lease is
+// released, so that a follower leads within one retry period and no job of
+// this instance runs beside its. It waits, within ctx, for the campaign and
+// the jobs to end and for the listeners to receive the last events; it
+// returns an error if ctx ends first (the lease is then not released: it
+// stays until its end in the store) or the release fails. Calls after the
+// first return nil.
+func (l *Leader) Stop(ctx context.Context) error {
+	l.mu.Lock()
+	if l.stopped {
+		l.mu.Unlock()
+		return nil
+	}
+	l.stopped = true
+	started := l.started
+	l.mu.Unlock()
+	l.stopLoop()
+	l.endCurrent(ErrStopped) // before the release: no one acts past it
+	if started {
+		select {
+		case <-l.done:
+		case <-ctx.Done():
+			return fmt.Errorf("shedlock: leader %q: stop: the campaign did not end: %w", l.cfg.Name, ctx.Err())
+		}
+	}
+	l.endCurrent(ErrStopped) // a term the campaign began as Stop came
+	if err := l.waitJobs(ctx); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	held := l.held
+	l.held = nil
+	l.mu.Unlock()
+	var err error
+	if held != nil {
+		if err = held.Unlock(ctx); errors.Is(err, ErrLockLost) {
+			err = nil // taken by another since: nothing of ours to free
+		}
+		if err != nil {
+			l.opts.log.WarnContext(ctx, "shedlock: leader could not release its lease; it stays until its end",
+				"leader", l.cfg.Name, "error", err)
+			err = fmt.Errorf("shedlock: leader %q: release: %w", l.cfg.Name, err)
+		}
+	}
+	l.events.Wait(ctx)
+	return err
+}
+
+// IsLeader reports whether this instance leads now: a term is under way and
+// its context has not ended. It costs no statement.
+func (l *Leader) IsLeader() bool { return l.live() != nil }
+
+// Context is the leadership's context while this instance leads: it ends
+// before the lease could end in the store (cause wrapping ErrLockLost), or on
+// Stop (cause ErrStopped). It carries the term's lock, so that
+// FenceFromContext gives the term's fencing token and AssertLocked passes
+// while it lasts; the lock refuses Unlock and Extend, which are the leader's.
+// While this instance does not lead, leading is false and ctx has ended, with
+// the cause ErrNotLeader.
+func (l *Leader) Context() (ctx context.Context, leading bool) {
+	if t := l.live(); t != nil {
+		return t.ctx, true
+	}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(ErrNotLeader)
+	return ctx, false
+}
+
+// live returns the current term if its context has not ended. A term whose
+// end is due but whose timer has not fired yet (a process just resumed after
+// a pause) is ended here, so that a caller asking before each action never
+// acts on a term that has run out.
+func (l *Leader) live() *term {
+	l.mu.Lock()
+	t := l.term
+	l.mu.Unlock()
+	if t == nil {
+		return nil
+	}
+	if !time.Now().Before(t.deadline()) {
+		t.expire()
+	}
+	if t.ctx.Err() != nil {
+		return nil
+	}
+	return t
+}
+
+// enterJob returns the leadership's context for a job that runs now, and
+// counts the job until leaveJob; leading is false after Stop.
+func (l *Leader) enterJob() (ctx context.Context, leading bool) {
+	ctx, leading = l.Context()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !leading || l.stopped {
+		return ctx, false
+	}
+	l.jobs++
+	return ctx, true
+}
+
+func (l *Leader) leaveJob() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.jobs--; l.jobs == 0 && l.jobsOut != nil {
+		close(l.jobsOut)
+		l.jobsOut = nil
+	}
+}
+
+// waitJobs waits, within ctx, until no OnlyWhenLeading job runs.
+func (l *Leader) waitJobs(ctx context.Context) error {
+	l.mu.Lock()
+	if l.jobs == 0 {
+		l.mu.Unlock()
+		return nil
+	}
+	if l.jobsOut == nil {
+		l.jobsOut = make(chan struct{})
+	}
+	out, n := l.jobsOut, l.jobs
+	l.mu.Unlock()
+	select {
+	case <-out:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("shedlock: leader %q: stop: %d jobs still running; the lease stays until its end: %w",
+			l.cfg.Name, n, ctx.Err())
+	}
+}
+
+// endCurrent ends the current term, if any, with cause.
+func (l *Leader) endCurrent(cause error) {
+	l.mu.Lock()
+	t := l.term
+	l.mu.Unlock()
+	if t != nil {
+		t.end(cause)
+	}
+}
+
+// emit hands ev, stamped now, to the listeners, if any.
+func (l *Leader) emit(ev Event) {
+	if l.events == nil {
+		return
+	}
+	ev.Config, ev.Time = l.cfg, time.Now()
+	l.events.Push(context.Background(), ev)
+}
