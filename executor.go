@@ -29,6 +29,7 @@ type Executor struct {
 	seq            *runSeq                  // numbers runs for listeners
 	err            error                    // a bad option or a nil provider: every call returns it
 	attempts       *attempts                // sends the attempts, within the bound
+	hooks          *leaseHooks              // what every run's lease calls back
 
 	base     context.Context // ends when Stop begins, with the cause ErrStopped
 	stopBase context.CancelCauseFunc
@@ -79,6 +80,7 @@ func NewExecutor(p LockProvider, opts ...ExecutorOption) *Executor {
 		idle:           make(chan struct{}),
 	}
 	e.base, e.stopBase = context.WithCancelCause(context.Background())
+	e.hooks = e.leaseHooks()
 	return e
 }
 

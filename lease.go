@@ -30,7 +30,7 @@ type lease struct {
 	outer       context.Context // WithCancel(inner): its Done is the lease's
 	cancelOuter context.CancelFunc
 	expired     atomic.Bool // the deadline passed: Err is DeadlineExceeded
-	hooks       leaseHooks
+	hooks       *leaseHooks
 	lock        Lock
 	cfg         LockConfig
 	run         RunID
@@ -72,7 +72,7 @@ func lockEnd(sent time.Time, mostFor time.Duration) time.Time {
 
 // newLease starts a run's lease, and reports the lock acquired. Keep-alive,
 // if on, is the caller's to start (startKeepAlive).
-func newLease(ctx context.Context, cfg LockConfig, lock Lock, sent time.Time, keepAlive bool, run RunID, hooks leaseHooks) *lease {
+func newLease(ctx context.Context, cfg LockConfig, lock Lock, sent time.Time, keepAlive bool, run RunID, hooks *leaseHooks) *lease {
 	l := &lease{parent: ctx, hooks: hooks, lock: lock, cfg: cfg, run: run, keepAlive: keepAlive,
 		most: cfg.LockAtMostFor, least: cfg.LockAtLeastFor}
 	l.inner, l.cancel = context.WithCancelCause(ctx)

@@ -142,7 +142,7 @@ var errGoexit = errors.New("shedlock: task called runtime.Goexit")
 // hold runs the task on a lease of lock, then releases the lock, even when
 // the task panics or calls runtime.Goexit.
 func (r *run) hold(lock Lock, task func(ctx context.Context) error, keepAlive bool) error {
-	l := newLease(r.ctx, r.cfg, lock, r.start, keepAlive, r.id, r.e.leaseHooks())
+	l := newLease(r.ctx, r.cfg, lock, r.start, keepAlive, r.id, r.e.hooks)
 	r.e.addLease(l)
 	if keepAlive {
 		l.startKeepAlive()

@@ -47,9 +47,10 @@ func (e *Executor) addLease(l *lease) {
 	}
 }
 
-// leaseHooks is what a run's lease may call back.
-func (e *Executor) leaseHooks() leaseHooks {
-	h := leaseHooks{log: e.log, finished: e.removeLease, extend: e.attempts.extend}
+// leaseHooks is what a run's lease may call back: made once, in NewExecutor,
+// since each method value is an allocation.
+func (e *Executor) leaseHooks() *leaseHooks {
+	h := &leaseHooks{log: e.log, finished: e.removeLease, extend: e.attempts.extend}
 	if e.events != nil {
 		h.emit = e.emit
 	}

@@ -61,6 +61,7 @@ type Slots[T any] struct {
 	used    [kinds]int // attempts in flight, by kind
 	held    int        // releases and extensions in flight
 	heldQ   []*heldWaiter
+	dones   [kinds + 1]func() // what gives back a slot of each kind, and a held one: made once
 	waiting [kinds][]*waiter[T]
 	sorted  [kinds]bool // waiting[k] is in ring order
 }
@@ -103,7 +104,9 @@ func (g Grant[T]) Done() {
 // above it: a release or an extension always has a place.
 func New[T any](size, limit, batch int, start uint64) *Slots[T] {
 	limit = max(limit, 1)
-	return &Slots[T]{Size: max(size, limit+1), Limit: limit, Batch: max(batch, 1), Start: start}
+	s := &Slots[T]{Size: max(size, limit+1), Limit: limit, Batch: max(batch, 1), Start: start}
+	s.dones = [kinds + 1]func(){WonLast: s.doneWonLast, Attempt: s.doneAttempt, kinds: s.doneHeld}
+	return s
 }
 
 // TryAcquire takes a slot for an attempt of kind k if it may go at once and
@@ -174,12 +177,7 @@ func (s *Slots[T]) free(k Kind) bool {
 }
 
 // doneFor returns what gives a slot of kind k back.
-func (s *Slots[T]) doneFor(k Kind) func() {
-	if k == WonLast {
-		return s.doneWonLast
-	}
-	return s.doneAttempt
-}
+func (s *Slots[T]) doneFor(k Kind) func() { return s.dones[k] }
 
 func (s *Slots[T]) doneWonLast() { s.giveBack(WonLast) }
 func (s *Slots[T]) doneAttempt() { s.giveBack(Attempt) }
@@ -276,14 +274,14 @@ func (s *Slots[T]) AcquireHeld(ctx context.Context) (func(), error) {
 	if len(s.heldQ) == 0 && s.used[WonLast]+s.used[Attempt]+s.held < s.Size {
 		s.held++
 		s.mu.Unlock()
-		return s.doneHeld, nil
+		return s.dones[kinds], nil
 	}
 	w := &heldWaiter{ready: make(chan struct{})}
 	s.heldQ = append(s.heldQ, w)
 	s.mu.Unlock()
 	select {
 	case <-w.ready:
-		return s.doneHeld, nil
+		return s.dones[kinds], nil
 	case <-ctx.Done():
 	}
 	s.mu.Lock()
