@@ -252,15 +252,17 @@ func TestKeepAliveStopCause(t *testing.T) {
 // FixedDelay, Wrap and RunWith alike.
 func TestKeepAliveJobOption(t *testing.T) {
 	t.Parallel()
+	// A lease long enough for keep-alive's extensions to come in time on a
+	// busy machine running the suite's other tests beside this one.
 	cfg := func(name string) shedlock.LockConfig {
-		return shedlock.LockConfig{Name: name, LockAtMostFor: 150 * time.Millisecond}
+		return shedlock.LockConfig{Name: name, LockAtMostFor: 400 * time.Millisecond}
 	}
 	// outlives reports whether a task that runs three LockAtMostFor was let run.
 	outlives := func(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return context.Cause(ctx)
-		case <-time.After(450 * time.Millisecond):
+		case <-time.After(1200 * time.Millisecond):
 			return nil
 		}
 	}
