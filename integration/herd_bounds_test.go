@@ -107,15 +107,15 @@ func TestReleaseNotStarvedByOwnAttempts(t *testing.T) {
 	t.Parallel()
 	admin := testdb.Open(t, nil)
 	table := testdb.NewTable(t, admin)
-	names := jobNames("held", 3000)
+	names := jobNames("held", 1500)
 	holdAll(t, admin, table, names)
 	db := testdb.Open(t, nil)
-	db.SetMaxOpenConns(2)
+	db.SetMaxOpenConns(2) // one attempt in flight, one place kept for the release
 	db.SetMaxIdleConns(2)
 	// One statement per attempt, as a provider that cannot batch sends them:
 	// the herd's runs then count its statements.
 	ex := shedlock.NewExecutor(oneByOne{newMySQLProvider(t, db, shedlock.WithTableName(table))},
-		shedlock.WithReleaseTimeout(10*time.Second), shedlock.WithAcquireTimeout(time.Minute), shedlock.WithMaxInFlight(2))
+		shedlock.WithReleaseTimeout(10*time.Second), shedlock.WithAcquireTimeout(10*time.Minute))
 
 	started, finish := make(chan struct{}), make(chan struct{})
 	type result struct {
