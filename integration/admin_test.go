@@ -3,6 +3,7 @@ package integration_test
 import (
 	"context"
 	"database/sql"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -310,6 +311,13 @@ func TestAdminHealthCheck(t *testing.T) {
 		err = fresh.HealthCheck(ctx)
 		require.ErrorIs(t, err, shedlock.ErrUnsafeStore, "no table on first use")
 		assert.Contains(t, err.Error(), "does not exist")
+		// Every way to make the table, for whoever reads it: the service's
+		// code, the operator's command, the migration tool.
+		dialect, _, _ := strings.Cut(path.Base(t.Name()), "-")
+		for _, way := range []string{"EnsureTable", "`shedlock migrate -dsn ... -table ",
+			"migrations/" + dialect + "/0001_create_shedlock.up.sql"} {
+			assert.Contains(t, err.Error(), way)
+		}
 	})
 }
 

@@ -74,8 +74,7 @@ func inspectTable(ctx context.Context, db *sql.DB, table string) (*tableInfo, er
 		return nil, fmt.Errorf("shedlock: read the columns of table %s: %w", table, err)
 	}
 	if len(cols) == 0 {
-		return nil, fmt.Errorf("%w: table %s does not exist in the connection's database: create it with "+
-			"EnsureTable or the DDL of migrations/mysql", lockerr.UnsafeStore, table)
+		return nil, sqlstore.MissingTable("mysql", table, " in the connection's database")
 	}
 	t := &tableInfo{display: table}
 	for _, c := range []struct {

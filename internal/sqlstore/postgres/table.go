@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/shedlock-go/shedlock/internal/lockerr"
+	"github.com/shedlock-go/shedlock/internal/sqlstore"
 )
 
 // minVersion is the oldest server the first-use checks can read
@@ -106,8 +107,7 @@ func inspectTable(ctx context.Context, db *sql.DB, table, encoding string) (*tab
 		return nil, fmt.Errorf("shedlock: read the columns of table %s: %w", table, err)
 	}
 	if len(cols) == 0 {
-		return nil, fmt.Errorf("%w: table %s does not exist (or is not on the search_path): create it with "+
-			"EnsureTable or the DDL of migrations/postgres", lockerr.UnsafeStore, table)
+		return nil, sqlstore.MissingTable("postgres", table, " (or is not on the search_path)")
 	}
 	t := &tableInfo{display: table, encoding: encoding}
 	for _, c := range []struct {

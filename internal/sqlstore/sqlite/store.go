@@ -93,8 +93,7 @@ func (s *Store) prepare(ctx context.Context) (*prepared, error) {
 		return nil, fmt.Errorf("shedlock: read the columns of table %s: %w", s.tableName, err)
 	}
 	if len(have) == 0 {
-		return nil, fmt.Errorf("%w: table %s does not exist: create it with EnsureTable or the DDL of "+
-			"migrations/sqlite", lockerr.UnsafeStore, s.tableName)
+		return nil, sqlstore.MissingTable("sqlite", s.tableName, "")
 	}
 	for _, c := range []string{"name", "lock_until", "locked_at", "locked_by"} {
 		if !have[c] {
