@@ -151,14 +151,13 @@ func (p *Provider) HealthCheck(ctx context.Context) error {
 // its own, made when the lock is taken, and needs no table. It sends nothing.
 func (p *Provider) EnsureTable(context.Context) error { return nil }
 
-// where names the locks' place in messages: "env default (keys job-lock:default:<name>)".
+// where names the locks' place in messages: "env default".
 func (p *Provider) where() string {
-	env := strings.TrimSuffix(strings.TrimPrefix(p.prefix, KeyPrefix+":"), ":")
-	return fmt.Sprintf("env %q (keys %s<name>)", env, p.prefix)
+	return "env " + strings.TrimSuffix(strings.TrimPrefix(p.prefix, KeyPrefix+":"), ":")
 }
 
 func (p *Provider) notFound(name string) error {
-	return fmt.Errorf("%w: %q in %s: no key %s, so nobody holds it", shedlock.ErrLockNotFound, name, p.where(), p.Key(name))
+	return fmt.Errorf("%w: %q in %s (no key %s: nobody holds it)", shedlock.ErrLockNotFound, name, p.where(), p.Key(name))
 }
 
 // deleteIf runs forceUnlockScript on name's key: it deletes the key if it

@@ -45,6 +45,9 @@ func TestBadInput(t *testing.T) {
 		{"bad mysql DSN", []string{"list", "-store", "mysql", "-dsn", "not a dsn"}, 2, "shedlock list: -dsn: not a MySQL DSN"},
 		{"missing mysql table", []string{"list", "-dsn", mysqlDSN, "-table", "no_such_table"}, 1,
 			"shedlock list: store cannot keep locks safely: table no_such_table does not exist"},
+		{"missing table names every way to make it", []string{"list", "-dsn", mysqlDSN, "-table", "no_such_table"}, 1,
+			"create it with the provider's EnsureTable, with the command `shedlock migrate -dsn ... -table no_such_table`, " +
+				"or with your migration tool from migrations/mysql/0001_create_shedlock.up.sql"},
 		{"unreachable postgres", []string{"list", "-dsn", "postgres://root@127.0.0.1:1/test"}, 1, "shedlock list: connect to postgres: "},
 		{"bad postgres DSN", []string{"list", "-store", "pg", "-dsn", "postgres://%zz"}, 2, "shedlock list: -dsn: not a PostgreSQL DSN"},
 		{"bad postgres DSN inferred", []string{"list", "-dsn", "postgresql://root@127.0.0.1:notaport/test"}, 2, "shedlock list: -dsn: not a PostgreSQL DSN"},

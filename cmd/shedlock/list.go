@@ -30,7 +30,7 @@ func list(ctx context.Context, c config, args []string, _ io.Reader, stdout, _ i
 	if c.json {
 		return writeJSON(stdout, locks)
 	}
-	return writeTable(stdout, s.Where(), locks)
+	return writeTable(stdout, s.where, locks)
 }
 
 // timeLayout is how the table shows times: UTC, to the millisecond the

@@ -6,13 +6,14 @@ import (
 	"io"
 )
 
-// migrate creates the lock table if it does not exist, and checks it.
+// migrate creates the lock table if it does not exist (EnsureTable), and
+// checks that the store takes locks (HealthCheck).
 func migrate(ctx context.Context, c config, args []string, _ io.Reader, stdout, _ io.Writer) error {
 	if len(args) > 0 {
 		return usageError{fmt.Sprintf("migrate takes no arguments, got %q", args)}
 	}
-	if c.store == storeRedis {
-		return usageError{"migrate: Redis needs no table; its locks are keys job-lock:<env>:<name>"}
+	if why := storeKinds()[c.store].noTable; why != "" {
+		return usageError{"migrate: " + why}
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
@@ -21,9 +22,12 @@ func migrate(ctx context.Context, c config, args []string, _ io.Reader, stdout, 
 		return err
 	}
 	defer s.Close()
-	if err := s.Migrate(ctx); err != nil {
+	if err := s.EnsureTable(ctx); err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(stdout, "%s is ready (%s)\n", s.Where(), c.store)
+	if err := s.HealthCheck(ctx); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(stdout, "%s is ready (%s)\n", s.where, c.store)
 	return err
 }

@@ -7,43 +7,48 @@ import (
 	"github.com/shedlock-go/shedlock"
 )
 
-// store is an open lock store: a SQL table, or a Redis server's keys of one env.
-type store interface {
-	// Locks returns every lock, by name, as the store sees them.
-	Locks(ctx context.Context) ([]shedlock.LockInfo, error)
-	// Inspect returns the lock of exactly this name; shedlock.ErrLockNotFound if
-	// the store has none.
-	Inspect(ctx context.Context, name string) (shedlock.LockInfo, error)
-	// Unlock frees the lock of this name and returns it as it was just before.
-	// With shown set, it frees the lock only while its holder is still the one
-	// shown, and otherwise returns changedHandsError.
-	Unlock(ctx context.Context, name string, shown *shedlock.LockInfo) (shedlock.LockInfo, error)
-	// Migrate creates what the store needs, if it is missing, and checks it.
-	Migrate(ctx context.Context) error
-	// Where names what the locks are in, for messages: "table shedlock".
-	Where() string
-	Close() error
+// store is an open lock store, as every command uses it: its provider's
+// shedlock.Admin, whatever the store. A store kind adds only how it is opened
+// (storeKind); nothing here knows a store's format.
+type store struct {
+	shedlock.Admin
+	// where names what the locks are in, for messages: "table shedlock",
+	// "env default".
+	where string
+	close func() error
 }
 
-// changedHandsError is Unlock's answer when the lock is no longer the one shown.
-type changedHandsError struct{ now shedlock.LockInfo }
+func (s *store) Close() error { return s.close() }
 
-func (e changedHandsError) Error() string {
-	return fmt.Sprintf("the lock changed hands (now %s)", display(e.now.LockedBy))
+// storeKind is one kind of store the command opens.
+type storeKind struct {
+	// open connects to c.dsn and returns the store. create allows what holds
+	// the store to be made (a SQLite file), for migrate.
+	open func(ctx context.Context, c config, create bool) (*store, error)
+	// noTable, when set, is why migrate has nothing to do: the store keeps
+	// each lock as a key of its own.
+	noTable string
+}
+
+// storeKinds are the kinds of store, by their -store names (see storeNames).
+func storeKinds() map[string]storeKind {
+	sqlKind := storeKind{open: openSQL}
+	return map[string]storeKind{
+		storeMySQL: sqlKind, storePostgres: sqlKind, storeSQLite: sqlKind,
+		storeRedis: {open: openRedis, noTable: "Redis needs no table; its locks are keys job-lock:<env>:<name>"},
+	}
 }
 
 // openStore opens the store c names. create allows a SQLite file to be created,
 // for migrate; other commands refuse a file that is not there.
-func openStore(ctx context.Context, c config, create bool) (store, error) {
-	switch c.store {
-	case storeRedis:
-		return openRedis(ctx, c)
-	default:
-		return openSQL(ctx, c, create)
+func openStore(ctx context.Context, c config, create bool) (*store, error) {
+	kind, ok := storeKinds()[c.store]
+	if !ok {
+		return nil, usageError{fmt.Sprintf("-store %q: want mysql, postgres, sqlite or redis", c.store)}
 	}
+	return kind.open(ctx, c, create)
 }
 
-// sameHolder reports whether a and b are one acquisition.
-func sameHolder(a, b shedlock.LockInfo) bool {
-	return a.LockedBy == b.LockedBy && a.LockedAt.Equal(b.LockedAt)
-}
+// noExpiry is the TimeLeft of a lock held with no end (shedlockredis: a key
+// someone made without a time to live): it stays held until freed.
+const noExpiry = -1

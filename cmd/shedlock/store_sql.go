@@ -18,42 +18,9 @@ import (
 	"github.com/shedlock-go/shedlock"
 )
 
-// sqlStore is a lock table of MySQL/MariaDB, PostgreSQL or SQLite.
-type sqlStore struct {
-	shedlock.Admin
-	db    *sql.DB
-	table string
-}
-
-func (s *sqlStore) Close() error  { return s.db.Close() }
-func (s *sqlStore) Where() string { return "table " + s.table }
-
-func (s *sqlStore) Migrate(ctx context.Context) error {
-	if err := s.EnsureTable(ctx); err != nil {
-		return err
-	}
-	return s.HealthCheck(ctx)
-}
-
-// Unlock frees the lock. With shown, it frees exactly the acquisition shown
-// (one statement that compares its holder and locked_at), and says who holds
-// the lock now when another does.
-func (s *sqlStore) Unlock(ctx context.Context, name string, shown *shedlock.LockInfo) (shedlock.LockInfo, error) {
-	if shown == nil {
-		return s.ForceUnlock(ctx, name)
-	}
-	taken, err := s.ForceUnlockSeen(ctx, *shown)
-	if errors.Is(err, shedlock.ErrLockChanged) {
-		if now, ierr := s.Inspect(ctx, name); ierr == nil {
-			return now, changedHandsError{now}
-		}
-	}
-	return taken, err
-}
-
 // openSQL opens c's table and connects to its database, so that an
 // unreachable server is reported as such, not as a failed first statement.
-func openSQL(ctx context.Context, c config, create bool) (*sqlStore, error) {
+func openSQL(ctx context.Context, c config, create bool) (*store, error) {
 	opts := []shedlock.ProviderOption{
 		shedlock.WithTableName(c.table),
 		shedlock.WithLockedBy("shedlock-cli"),
@@ -107,7 +74,7 @@ func openSQL(ctx context.Context, c config, create bool) (*sqlStore, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("connect to %s: %w", c.store, err)
 	}
-	return &sqlStore{Admin: admin, db: db, table: c.table}, nil
+	return &store{Admin: admin, where: "table " + c.table, close: db.Close}, nil
 }
 
 // sqliteDSN turns a file path into a URI that opens it read-write without

@@ -15,7 +15,8 @@ import (
 
 // unlock frees one lock by name. When it is held, it first says by whom and
 // asks, since the holder may still be running the job, and then frees that
-// acquisition only; -force does not ask, and frees whoever holds it.
+// acquisition only; -force does not ask, and frees whoever holds it. A lock
+// nobody holds is left as it is, its last holder's name with it.
 func unlock(ctx context.Context, c config, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) != 1 {
 		return usageError{fmt.Sprintf("unlock takes one lock name, got %d arguments", len(args))}
@@ -28,16 +29,15 @@ func unlock(ctx context.Context, c config, args []string, stdin io.Reader, stdou
 		return err
 	}
 	defer s.Close()
-	var shown *shedlock.LockInfo
-	if !c.force {
+	for range unlockAttempts {
 		before, err := inspect(ctx, c, s, name)
 		if err != nil {
 			return err
 		}
-		// Free exactly what was read, asked about or not: a pod that takes the
-		// lock meanwhile keeps it.
-		shown = &before
-		if before.Held {
+		if !before.Held {
+			return notHeld(stdout, before, "")
+		}
+		if !c.force {
 			fmt.Fprintf(stderr, "Lock %s is held by %s %s (taken %s UTC).\n"+
 				"If that holder is still running the job, another instance may start it now and both run at once.\n"+
 				"Unlock it? [y/N] ", strconv.Quote(name), display(before.LockedBy), heldFor(before.TimeLeft), formatTime(before.LockedAt))
@@ -48,31 +48,56 @@ func unlock(ctx context.Context, c config, args []string, stdin io.Reader, stdou
 			if !yes {
 				return errors.New("not unlocked: the answer was not yes (-force unlocks without asking)")
 			}
+			// The job may have ended while the operator answered.
+			if now, err := inspect(ctx, c, s, name); err == nil && !now.Held && sameHolder(now, before) {
+				return notHeld(stdout, now, " (its holder released it while you answered)")
+			}
 		}
-	}
-	ctx, cancel = context.WithTimeout(ctx, c.timeout)
-	defer cancel()
-	taken, err := s.Unlock(ctx, name, shown)
-	var moved changedHandsError
-	if errors.As(err, &moved) {
-		when := "since it was read"
-		if shown.Held {
-			when = "while you answered"
+		// Free exactly what was read, asked about or not: a pod that takes the
+		// lock meanwhile keeps it.
+		fctx, cancel := context.WithTimeout(ctx, c.timeout)
+		taken, err := s.ForceUnlockSeen(fctx, before)
+		cancel()
+		if errors.Is(err, shedlock.ErrLockChanged) && c.force {
+			continue // -force frees whoever holds it now: read it again
 		}
-		return fmt.Errorf("not unlocked: lock %s changed hands %s (now %s); run unlock again",
-			strconv.Quote(name), when, display(moved.now.LockedBy))
-	}
-	if err != nil {
-		return err
-	}
-	if taken.Held {
+		if errors.Is(err, shedlock.ErrLockChanged) {
+			now := "unknown"
+			if info, ierr := inspect(ctx, c, s, name); ierr == nil {
+				now = display(info.LockedBy)
+			}
+			return fmt.Errorf("not unlocked: lock %s changed hands while you answered (now %s); run unlock again",
+				strconv.Quote(name), now)
+		}
+		if err != nil {
+			return err
+		}
+		if !taken.Held {
+			_, err = fmt.Fprintf(stdout, "unlocked %s: its holder %s had just released it\n", strconv.Quote(name), display(taken.LockedBy))
+			return err
+		}
 		_, err = fmt.Fprintf(stdout, "unlocked %s: taken from %s, which held it %s\n",
 			strconv.Quote(name), display(taken.LockedBy), heldFor(taken.TimeLeft))
-	} else {
-		_, err = fmt.Fprintf(stdout, "unlocked %s: it was not held (last holder %s, until %s UTC)\n",
-			strconv.Quote(name), display(taken.LockedBy), formatTime(taken.LockUntil))
+		return err
 	}
+	return fmt.Errorf("not unlocked: lock %s changed hands %d times while being freed; run unlock again",
+		strconv.Quote(name), unlockAttempts)
+}
+
+// unlockAttempts bounds how often unlock -force reads the lock again because
+// it changed hands between the read and the free.
+const unlockAttempts = 5
+
+// notHeld says that the lock is free and nothing was changed.
+func notHeld(stdout io.Writer, l shedlock.LockInfo, why string) error {
+	_, err := fmt.Fprintf(stdout, "lock %s is not held%s: nothing to unlock, nothing changed (last holder %s, until %s UTC)\n",
+		strconv.Quote(l.Name), why, display(l.LockedBy), formatTime(l.LockUntil))
 	return err
+}
+
+// sameHolder reports whether a and b are one acquisition.
+func sameHolder(a, b shedlock.LockInfo) bool {
+	return a.LockedBy == b.LockedBy && a.LockedAt.Equal(b.LockedAt)
 }
 
 // heldFor says how much longer a lock was to be held.
@@ -83,7 +108,7 @@ func heldFor(left time.Duration) string {
 	return "for " + formatLeft(left) + " more"
 }
 
-func inspect(ctx context.Context, c config, s store, name string) (shedlock.LockInfo, error) {
+func inspect(ctx context.Context, c config, s *store, name string) (shedlock.LockInfo, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	return s.Inspect(ctx, name)

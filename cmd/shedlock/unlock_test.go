@@ -94,24 +94,35 @@ func TestUnlockAsks(t *testing.T) {
 	})
 }
 
-// A lock that is not held is freed without a question, and the output says so.
-// In Redis a lock that is not held has no key: that is an unknown name.
+// A lock that is not held is left as it is, with or without -force: no
+// question, the output says it was free, and the last holder's name stays. In
+// Redis a lock that is not held has no key: that is an unknown name.
 func TestUnlockNotHeld(t *testing.T) {
 	forEachTable(t, func(t *testing.T, tbl testTable) {
 		p := tbl.pod(t)
 		require.NoError(t, take(t, p, shedlock.LockConfig{Name: "cleanupJob", LockAtMostFor: time.Minute}).Unlock(context.Background()))
-		r := runCLI(t, "", tbl.args("unlock", "cleanupJob")...)
-		if !tbl.keepsFree {
-			assert.Equal(t, 1, r.code)
-			assert.Empty(t, r.stdout)
-			assert.Equal(t, `shedlock unlock: no such lock: "cleanupJob" in env `+tbl.name+
-				` (no key job-lock:`+tbl.name+`:cleanupJob: nobody holds it)`+"\n", r.stderr)
-			return
+		last, _ := heldBy(t, tbl, "cleanupJob")
+		for _, force := range []bool{false, true} {
+			args := tbl.args("unlock", "cleanupJob")
+			if force {
+				args = append(args, "-force")
+			}
+			r := runCLI(t, "", args...)
+			if !tbl.keepsFree {
+				assert.Equal(t, 1, r.code)
+				assert.Empty(t, r.stdout)
+				assert.Equal(t, `shedlock unlock: no such lock: "cleanupJob" in env `+tbl.name+
+					` (no key job-lock:`+tbl.name+`:cleanupJob: nobody holds it)`+"\n", r.stderr)
+				continue
+			}
+			require.Equal(t, 0, r.code, r.stderr)
+			assert.Empty(t, r.stderr, "-force %t: no question", force)
+			assert.Regexp(t, `^lock "cleanupJob" is not held: nothing to unlock, nothing changed \(last holder `+
+				regexp.QuoteMeta(p.LockedBy())+`\.\d+, until \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} UTC\)\n$`, r.stdout)
+			by, held := heldBy(t, tbl, "cleanupJob")
+			assert.False(t, held)
+			assert.Equal(t, last, by, "-force %t: the last holder's name stays", force)
 		}
-		require.Equal(t, 0, r.code, r.stderr)
-		assert.Empty(t, r.stderr)
-		assert.Regexp(t, `^unlocked "cleanupJob": it was not held \(last holder `+regexp.QuoteMeta(p.LockedBy())+
-			`\.\d+, until \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} UTC\)\n$`, r.stdout)
 	})
 }
 

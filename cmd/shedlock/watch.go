@@ -32,7 +32,7 @@ func watch(ctx context.Context, c config, args []string, _ io.Reader, stdout, _ 
 			frame.WriteString("\x1b[H\x1b[2J")
 		}
 		fmt.Fprintf(&frame, "%s  %s (%s), every %v; Ctrl-C stops\n\n",
-			time.Now().Format(time.TimeOnly), s.Where(), c.store, c.interval)
+			time.Now().Format(time.TimeOnly), s.where, c.store, c.interval)
 		lctx, cancel := context.WithTimeout(ctx, c.timeout)
 		locks, err := s.Locks(lctx)
 		cancel()
@@ -44,7 +44,7 @@ func watch(ctx context.Context, c config, args []string, _ io.Reader, stdout, _ 
 		case err != nil:
 			fmt.Fprintf(&frame, "error: %s\n", oneLine(err))
 		default:
-			if err := writeTable(&frame, s.Where(), locks); err != nil {
+			if err := writeTable(&frame, s.where, locks); err != nil {
 				return err
 			}
 		}
