@@ -15,7 +15,6 @@ import (
 	redsyncgoredis "github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/shedlock-go/shedlock/bench/floor"
 	"github.com/shedlock-go/shedlock/shedlockredis"
 )
 
@@ -66,7 +65,7 @@ func redisBenchEnv(b *testing.B, c redis.UniversalClient) string {
 // acquire script (SET NX PX and the fencing token) and its release script,
 // through the same client, arguments built once.
 func redisFloor(c redis.UniversalClient, key string) func(context.Context) error {
-	acquire, release := redis.NewScript(floor.RedisAcquire), redis.NewScript(floor.RedisRelease)
+	acquire, release := redis.NewScript(shedlockredis.LuaScripts().Acquire), redis.NewScript(shedlockredis.LuaScripts().Release)
 	value := "ADDED:2000-01-01T00:00:00.000Z@floor:0-0"
 	acqKeys := []string{key, shedlockredis.FenceKey(key)}
 	acqArgs := []any{value, benchMostFor.Milliseconds()}
@@ -87,7 +86,7 @@ func redisFloor(c redis.UniversalClient, key string) func(context.Context) error
 // redisFloorSet is redisFloor without fencing tokens: a bare SET NX PX, as
 // Java ShedLock sends and as the provider did before it wrote tokens.
 func redisFloorSet(c redis.UniversalClient, key string) func(context.Context) error {
-	release := redis.NewScript(floor.RedisRelease)
+	release := redis.NewScript(shedlockredis.LuaScripts().Release)
 	value := "ADDED:2000-01-01T00:00:00.000Z@floor:0-0"
 	set := []any{"set", key, value, "nx", "px", benchMostFor.Milliseconds()}
 	keys := []string{key}
@@ -122,11 +121,11 @@ func checkSameScript(b *testing.B, addr string) {
 	if err := l.Unlock(context.Background()); err != nil {
 		b.Fatal(err)
 	}
-	want := []string{redis.NewScript(floor.RedisAcquire).Hash(), redis.NewScript(floor.RedisRelease).Hash()}
+	want := []string{redis.NewScript(shedlockredis.LuaScripts().Acquire).Hash(), redis.NewScript(shedlockredis.LuaScripts().Release).Hash()}
 	mu.Lock()
 	defer mu.Unlock()
 	if len(shas) != 2 || shas[0] != want[0] || shas[1] != want[1] {
-		b.Fatalf("the provider's scripts are not the floor's: EVALSHA %v, floor %v: update floor.RedisAcquire and floor.RedisRelease", shas, want)
+		b.Fatalf("the provider's scripts are not the floor's: EVALSHA %v, floor %v: update shedlockredis.LuaScripts().Acquire and shedlockredis.LuaScripts().Release", shas, want)
 	}
 }
 

@@ -72,36 +72,3 @@ func MySQL(stmt, table, version string) string {
 func SQLite(stmt, table string) string {
 	return strings.ReplaceAll(stmt, "{t}", `"`+table+`"`)
 }
-
-// RedisAcquire is the text of the Redis provider's acquire script
-// (shedlockredis/scripts.go): SET key value NX PX and the fencing token. Its
-// keys are the lock's key and its fence key (shedlockredis.FenceKey), its
-// arguments the value and the PX; it returns nil when the key exists. The
-// cycle benchmark checks that the provider sends this very script.
-const RedisAcquire = `
-if redis.replicate_commands then redis.replicate_commands() end
-if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return false end
-local t = redis.call('TIME')
-local fence = tonumber(redis.call('GET', KEYS[2]) or '0') + 1
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-if fence < now then fence = now end
-redis.call('SET', KEYS[2], string.format('%.0f', fence))
-return fence
-`
-
-// RedisRelease is the text of the Redis provider's release script
-// (shedlockredis/scripts.go), sent after RedisAcquire: its arguments are the
-// value, LockAtLeastFor in milliseconds and the PX of the SET. The cycle
-// benchmark checks that the provider sends this very script.
-const RedisRelease = `
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-local keep = tonumber(ARGV[2])
-local pttl = redis.call('PTTL', KEYS[1])
-if pttl >= 0 then keep = keep - (tonumber(ARGV[3]) - pttl) end
-if keep > 0 then
-  redis.call('PEXPIRE', KEYS[1], keep)
-else
-  redis.call('DEL', KEYS[1])
-end
-return 1
-`

@@ -108,7 +108,7 @@ func openRedisPod(_ context.Context, p *herdPod) error {
 	if err != nil {
 		return errors.Join(err, c.Close())
 	}
-	acquire, release := redis.NewScript(floor.RedisAcquire), redis.NewScript(floor.RedisRelease)
+	acquire, release := redis.NewScript(shedlockredis.LuaScripts().Acquire), redis.NewScript(shedlockredis.LuaScripts().Release)
 	most, least := p.spec.Most.Milliseconds(), p.spec.Least.Milliseconds()
 	p.provider = prov
 	p.floorAcquire = func(ctx context.Context, name, token string) (bool, error) {

@@ -15,7 +15,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/shedlock-go/shedlock"
-	"github.com/shedlock-go/shedlock/bench/floor"
 	"github.com/shedlock-go/shedlock/internal/testkit/privatedb"
 	"github.com/shedlock-go/shedlock/shedlockredis"
 )
@@ -288,8 +287,8 @@ func openRedisHerd(ctx context.Context, addr, dir string) (*herdStore, error) {
 		}
 		// The scripts, known to the server as they are in steady state:
 		// otherwise the first EVALSHAs fail over to EVAL.
-		pipe.ScriptLoad(ctx, floor.RedisAcquire)
-		pipe.ScriptLoad(ctx, floor.RedisRelease)
+		pipe.ScriptLoad(ctx, shedlockredis.LuaScripts().Acquire)
+		pipe.ScriptLoad(ctx, shedlockredis.LuaScripts().Release)
 		_, err := pipe.Exec(ctx)
 		return env, err
 	}
