@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/shedlock-go/shedlock/internal/apply"
 	"github.com/shedlock-go/shedlock/internal/sqlstore"
 )
 
@@ -95,18 +96,10 @@ func newProviderOptions(ctor string, opts []ProviderOption) (providerOptions, er
 	return o, nil
 }
 
-// applyOptions is the one option idiom of every constructor here: options
-// apply in order, and the first nil or bad one is the error.
+// applyOptions is the one option idiom of every constructor here and in the
+// sibling modules (internal/apply).
 func applyOptions[T any, O ~func(*T) error](ctor string, dst *T, opts []O) error {
-	for i, opt := range opts {
-		if opt == nil {
-			return fmt.Errorf("%w: %s: option %d is nil", ErrInvalidOption, ctor, i)
-		}
-		if err := opt(dst); err != nil {
-			return err
-		}
-	}
-	return nil
+	return apply.Options(ctor, dst, opts)
 }
 
 func hostName() string {

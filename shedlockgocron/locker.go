@@ -58,6 +58,7 @@ import (
 	"github.com/go-co-op/gocron/v2"
 
 	"github.com/shedlock-go/shedlock"
+	"github.com/shedlock-go/shedlock/internal/apply"
 )
 
 // Locker is a gocron.Locker that takes shedlock locks. It is safe for
@@ -90,13 +91,8 @@ func NewLocker(p shedlock.LockProvider, lockAtMostFor, lockAtLeastFor time.Durat
 		timeout:  10 * time.Second,
 		log:      slog.Default(),
 	}
-	for i, opt := range opts {
-		if opt == nil {
-			return nil, fmt.Errorf("%w: shedlockgocron.NewLocker: option %d is nil", shedlock.ErrInvalidOption, i)
-		}
-		if err := opt(l); err != nil {
-			return nil, err
-		}
+	if err := apply.Options("shedlockgocron.NewLocker", l, opts); err != nil {
+		return nil, err
 	}
 	// The defaults are checked under a stand-in name: their durations are what matter.
 	if err := l.check(shedlock.LockConfig{Name: "defaults", LockAtMostFor: lockAtMostFor, LockAtLeastFor: lockAtLeastFor}); err != nil {

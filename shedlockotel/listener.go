@@ -52,6 +52,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/shedlock-go/shedlock"
+	"github.com/shedlock-go/shedlock/internal/apply"
 )
 
 // ScopeName is the instrumentation scope of the meter and the tracer.
@@ -157,13 +158,8 @@ type Listener struct {
 // returned as it is.
 func New(opts ...Option) (*Listener, error) {
 	c := config{buckets: DefaultBuckets}
-	for i, opt := range opts {
-		if opt == nil {
-			return nil, fmt.Errorf("%w: shedlockotel.New: option %d is nil", shedlock.ErrInvalidOption, i)
-		}
-		if err := opt(&c); err != nil {
-			return nil, err
-		}
+	if err := apply.Options("shedlockotel.New", &c, opts); err != nil {
+		return nil, err
 	}
 	if c.meters == nil {
 		c.meters = otel.GetMeterProvider()

@@ -41,6 +41,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/shedlock-go/shedlock"
+	"github.com/shedlock-go/shedlock/internal/apply"
 )
 
 // DefaultBuckets are the histograms' buckets, in seconds: from 10ms, for jobs of
@@ -117,13 +118,8 @@ func NewMetrics(opts ...Option) (*Metrics, error) { return newMetrics("NewMetric
 // newMetrics is New and NewMetrics; ctor names the one called, in errors.
 func newMetrics(ctor string, opts []Option) (*Metrics, error) {
 	o := options{buckets: DefaultBuckets}
-	for i, opt := range opts {
-		if opt == nil {
-			return nil, fmt.Errorf("%w: shedlockprom.%s: option %d is nil", shedlock.ErrInvalidOption, ctor, i)
-		}
-		if err := opt(&o); err != nil {
-			return nil, err
-		}
+	if err := apply.Options("shedlockprom."+ctor, &o, opts); err != nil {
+		return nil, err
 	}
 	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "shedlock", Name: name, Help: help},

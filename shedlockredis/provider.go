@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/shedlock-go/shedlock"
+	"github.com/shedlock-go/shedlock/internal/apply"
 )
 
 // KeyPrefix begins every lock's key, job-lock:<env>:<name>, as in Java ShedLock.
@@ -56,13 +57,8 @@ func NewProvider(client redis.UniversalClient, opts ...Option) (*Provider, error
 		return nil, fmt.Errorf("%w: shedlockredis.NewProvider: nil client", shedlock.ErrInvalidOption)
 	}
 	o := options{env: DefaultEnv}
-	for i, opt := range opts {
-		if opt == nil {
-			return nil, fmt.Errorf("%w: shedlockredis.NewProvider: option %d is nil", shedlock.ErrInvalidOption, i)
-		}
-		if err := opt(&o); err != nil {
-			return nil, err
-		}
+	if err := apply.Options("shedlockredis.NewProvider", &o, opts); err != nil {
+		return nil, err
 	}
 	if o.lockedBy == "" {
 		o.lockedBy = hostName()
