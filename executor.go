@@ -43,9 +43,13 @@ type Executor struct {
 	leases  map[*lease]struct{} // tasks running: Stop ends their contexts
 	names   map[string]string   // jobname.Key -> name registered by WithLock, Wrap and FixedDelay
 	loops   []*fixedDelayLoop
-	runs    int           // Run calls under way
-	live    int           // Run calls and fixed-delay loops under way
-	idle    chan struct{} // closed once stopped with nothing live
+	// notStarted warns once of fixed-delay loops registered and not started
+	// within notStartedAfter; nil until the first such loop.
+	notStarted      *time.Timer
+	notStartedAfter time.Duration
+	runs            int           // Run calls under way
+	live            int           // Run calls and fixed-delay loops under way
+	idle            chan struct{} // closed once stopped with nothing live
 
 	// jobname.Key -> the cron entry Schedule added under that name; see freeRemoved
 	entries map[string]cronEntry
@@ -78,6 +82,8 @@ func NewExecutor(p LockProvider, opts ...ExecutorOption) *Executor {
 		leases:         make(map[*lease]struct{}),
 		names:          make(map[string]string),
 		idle:           make(chan struct{}),
+
+		notStartedAfter: notStartedWarnAfter,
 	}
 	e.base, e.stopBase = context.WithCancelCause(context.Background())
 	e.hooks = e.leaseHooks()
@@ -151,6 +157,7 @@ func (e *Executor) Stop(ctx context.Context) error {
 		}
 	}
 	notStarted := e.notStartedLocked()
+	e.stopNotStartedLocked()
 	leases := make([]*lease, 0, len(e.leases))
 	for l := range e.leases {
 		leases = append(leases, l)

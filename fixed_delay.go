@@ -18,7 +18,8 @@ type fixedDelayLoop struct {
 // after it finishes (or after the lock was found taken), run again. This is
 // Spring's fixedDelay, which robfig/cron lacks. Loops start with Start, or at once
 // if the executor has started; they end with Stop. If Start is never called the
-// task never runs, and Stop says so with ErrNotStarted.
+// task never runs: a warning is logged once when loops registered a minute ago
+// have still not started, and Stop returns ErrNotStarted.
 //
 // It returns ErrInvalidConfig for a config that fails Validate or that the
 // provider would refuse on every run (see ConfigChecker), ErrInvalidJob for a nil
@@ -55,6 +56,8 @@ func (e *Executor) FixedDelay(cfg LockConfig, delay time.Duration, task func(ctx
 	e.loops = append(e.loops, l)
 	if e.started {
 		e.startLocked(l)
+	} else if e.notStarted == nil {
+		e.notStarted = time.AfterFunc(e.notStartedAfter, e.warnNotStarted)
 	}
 	return nil
 }
@@ -68,6 +71,7 @@ func (e *Executor) Start() {
 		return
 	}
 	e.started = true
+	e.stopNotStartedLocked()
 	for _, l := range e.loops {
 		e.startLocked(l)
 	}
