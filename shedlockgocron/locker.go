@@ -11,6 +11,11 @@
 // The lock's name is the job's name: set it with gocron.WithName. Without it,
 // gocron names a job after its function, so two jobs of one function share a
 // lock, and a long package path may pass the 64 characters a name can have.
+// For a closure that name is generated (main.main.func24.1) and changes
+// whenever the code around it does, so the old and new pods of a rolling
+// deploy would not exclude each other: the Locker refuses such a job at its
+// first run (gocron shows a locker no job at registration), with an error
+// wrapping shedlock.ErrInvalidConfig, logged, and the run skipped.
 //
 // For one leader per group instead of a lock per run, NewElector turns a
 // shedlock.Leader into a gocron.Elector:
@@ -126,8 +131,14 @@ func (l *Locker) config(key string) shedlock.LockConfig {
 // skip this run: shedlock.ErrNotAcquired when another instance holds it (logged
 // at debug level), any other error when the store failed or the name is not a
 // valid lock name (logged at error level, since gocron drops it unless the job
-// has an AfterLockError listener).
+// has an AfterLockError listener). A job without gocron.WithName whose function
+// is a closure is refused with an error wrapping shedlock.ErrInvalidConfig, also
+// logged: its generated name changes with the code (see the package doc).
 func (l *Locker) Lock(ctx context.Context, key string) (gocron.Lock, error) {
+	if err := checkName(key); err != nil {
+		l.log.ErrorContext(ctx, "shedlock: job skipped: name it with gocron.WithName", "lock", key, "error", err)
+		return nil, err
+	}
 	cfg := l.config(key)
 	lock, err := l.provider.TryLock(ctx, cfg)
 	switch {
