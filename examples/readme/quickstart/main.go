@@ -40,8 +40,11 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	if err := provider.EnsureTable(ctx); err != nil { // or run migrations/mysql
-		return err
+	// The table, made if missing (or run migrations/mysql, or `shedlock migrate`,
+	// before deploying). A database that is down is no reason to stay down: each
+	// run's lock attempt fails, logged, until it answers.
+	if err := provider.EnsureTable(ctx); err != nil {
+		slog.Warn("lock table not checked; jobs wait for the database", "error", err)
 	}
 
 	ex := shedlock.NewExecutor(provider)
