@@ -9,7 +9,9 @@ import (
 
 // Admin is what an operator needs of a lock table: to see the locks as the
 // database sees them, to free one whose holder is known to be dead, and to know
-// that the store can be used. Every SQL provider implements it.
+// that the store can be used. Every SQL provider implements it, and so does
+// shedlockredis.Provider (where a lock that is not held has no key: it is
+// ErrLockNotFound, and EnsureTable has nothing to create).
 type Admin interface {
 	// Locks returns every lock in the table, by name, with the database's view
 	// of whether each is held now.

@@ -142,6 +142,15 @@
 //     then both pods run the job. Measured with a LockAtMostFor of 3s and a
 //     FLUSHALL just after the lock was taken: both pods ran the job for 1.0s.
 //
+// # Operating the locks
+//
+// A Provider is a [shedlock.Admin], as the SQL providers are: Locks, Inspect,
+// ForceUnlock, ForceUnlockSeen and HealthCheck, which the shedlock command uses.
+// A key exists only while its lock is held, so only held locks are seen, and a
+// free one is shedlock.ErrLockNotFound; EnsureTable has nothing to create. The
+// force unlocks delete the key in one script that compares first, and leave
+// the fence key. [LuaScripts] gives tools the scripts the provider sends.
+//
 // # Java ShedLock
 //
 // The key, the value's form and the commands are Java's: a Java pod's SET NX
