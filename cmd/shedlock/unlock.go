@@ -69,6 +69,11 @@ func unlock(ctx context.Context, c config, args []string, stdin io.Reader, stdou
 			return fmt.Errorf("not unlocked: lock %s changed hands while you answered (now %s); run unlock again",
 				strconv.Quote(name), now)
 		}
+		if errors.Is(err, shedlock.ErrLockNotFound) {
+			// Shown held, gone now (a Redis key is deleted when released).
+			_, err = fmt.Fprintf(stdout, "lock %s was released meanwhile: nothing to unlock, nothing changed\n", strconv.Quote(name))
+			return err
+		}
 		if err != nil {
 			return err
 		}
