@@ -235,7 +235,7 @@ func runRestarts(t *testing.T, open func() (shedlock.LockProvider, func()), plan
 	end := start.Add(plan.span)
 	var lastStart atomic.Int64
 	var wg sync.WaitGroup
-	for pod := range plan.pods {
+	for range plan.pods {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -246,7 +246,6 @@ func runRestarts(t *testing.T, open func() (shedlock.LockProvider, func()), plan
 				stop()
 				wait(plan.down)
 			}
-			_ = pod
 		}()
 	}
 	wg.Wait()
@@ -336,29 +335,41 @@ func TestCatchUpRestartingPodsFull(t *testing.T) {
 	restartingPods(t, fullRestarts)
 }
 
+// restartingPods runs plan on every store, with CatchUp and without, all at
+// once: the scenario is mostly waiting, and subtests would run two at a time
+// on a machine of two cores. The results are judged per store after.
 func restartingPods(t *testing.T, plan restartPlan) {
 	t.Parallel()
-	for _, s := range catchUpStores {
+	type result struct {
+		tally *fireTally
+		due   []time.Time
+	}
+	results := make([][2]result, len(catchUpStores))
+	var wg sync.WaitGroup
+	for i, s := range catchUpStores {
+		for k, catchUp := range []bool{true, false} {
+			open := s.open(t)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				tally, due := runRestarts(t, open, plan, catchUp)
+				results[i][k] = result{tally, due}
+			}()
+		}
+	}
+	wg.Wait()
+	for i, s := range catchUpStores {
 		t.Run(s.name, func(t *testing.T) {
-			t.Parallel()
-			var with, without *fireTally
-			var dueWith, dueWithout []time.Time
-			t.Run("CatchUp", func(t *testing.T) {
-				t.Parallel()
-				with, dueWith = runRestarts(t, s.open(t), plan, true)
-				notRun, lost := judge(t, with, dueWith, plan.window)
-				t.Logf("with CatchUp: %d fire times due, %d run to success, %d covered by a newer one's run, %d lost, %d catch-up runs",
-					len(dueWith), len(dueWith)-len(notRun), len(notRun)-len(lost), len(lost), with.catchUps.Load())
-				assert.Empty(t, lost, "fire times neither run nor covered within the window")
-				assert.Positive(t, with.catchUps.Load(), "no catch-up run: the scenario missed no fire time")
-			})
-			t.Run("Without", func(t *testing.T) {
-				t.Parallel()
-				without, dueWithout = runRestarts(t, s.open(t), plan, false)
-				notRun, _ := judge(t, without, dueWithout, 0)
-				t.Logf("without CatchUp: %d fire times due, %d run, %d lost", len(dueWithout), len(dueWithout)-len(notRun), len(notRun))
-				assert.NotEmpty(t, notRun, "no fire time lost without CatchUp: the scenario shows nothing")
-			})
+			with, without := results[i][0], results[i][1]
+			notRun, lost := judge(t, with.tally, with.due, plan.window)
+			t.Logf("with CatchUp: %d fire times due, %d run to success, %d covered by a newer one's run, %d lost, %d catch-up runs",
+				len(with.due), len(with.due)-len(notRun), len(notRun)-len(lost), len(lost), with.tally.catchUps.Load())
+			assert.Empty(t, lost, "fire times neither run nor covered within the window")
+			assert.Positive(t, with.tally.catchUps.Load(), "no catch-up run: the scenario missed no fire time")
+
+			notRun, _ = judge(t, without.tally, without.due, 0)
+			t.Logf("without CatchUp: %d fire times due, %d run, %d lost", len(without.due), len(without.due)-len(notRun), len(notRun))
+			assert.NotEmpty(t, notRun, "no fire time lost without CatchUp: the scenario shows nothing")
 		})
 	}
 }
