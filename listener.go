@@ -47,14 +47,15 @@ func (f ListenerFunc) OnEvent(ctx context.Context, ev Event) { f(ctx, ev) }
 // Event is one thing an executor did with a lock.
 //
 // A run's events come in this order. EventAttempt, then one of EventSkipped,
-// EventStoreError or EventAcquired. After EventAcquired: EventExtended and
+// EventStoreError or EventAcquired. After EventAcquired: EventCatchUp for a
+// CatchUp job's run of a missed or failed fire time, EventExtended and
 // EventExtendFailed as the lock is extended, at most one of EventLost and
 // EventExpired, then EventFinished (absent only when Stop began while the lock
 // was being taken, and the task did not run), and last exactly one of
 // EventReleased and EventReleaseFailed.
 //
 // A Leader's term is a run of two events: EventLeadershipGained, then
-// EventLeadershipLost.
+// EventLeadershipLost. EventDropped and EventMissedFireTime belong to no run.
 type Event struct {
 	Kind EventKind
 	// Run is the same for every event of one attempt.

@@ -74,6 +74,12 @@ func ClockSkew(d time.Duration) JobOption {
 // made with one; ErrDuplicateName; ErrStopped. Nothing is added to c on error.
 // Keep-alive follows the executor's setting unless a KeepAlive option says
 // otherwise.
+//
+// With CatchUp, a fire time missed while no instance was up, or whose run
+// failed, runs once when an instance checks, and the store, not the hold,
+// keeps each fire time to one run that succeeded: see CatchUp. Its errors add
+// ErrInvalidOption for a provider that is not a FireLocker, and
+// ErrInvalidConfig for an @every spec.
 func (e *Executor) Schedule(c *cron.Cron, spec string, cfg LockConfig,
 	task func(context.Context) error, opts ...JobOption) (cron.EntryID, error) {
 	switch {
