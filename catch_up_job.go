@@ -43,6 +43,7 @@ type catchUpJob struct {
 	state  fireOutcome // what the last attempt or check at fire came to
 	wake   time.Time   // when the checker checks next; zero: not until a fire
 	judged time.Time   // the latest fire time judged missed or not, past its window
+	tried  time.Time   // the latest fire time this instance attempted, at its fire or at a check
 }
 
 // checkHorizon bounds how far back the checker looks for a fire time past its
@@ -101,7 +102,7 @@ func (cj *catchUpJob) loop() {
 // fired is the attempt cron made at fire: the checker re-arms for it.
 func (cj *catchUpJob) fired(fire time.Time, o fireOutcome) {
 	cj.mu.Lock()
-	cj.fire, cj.state = fire, o
+	cj.fire, cj.state, cj.tried = fire, o, fire
 	cj.wake = cj.nextWakeLocked(time.Now())
 	cj.mu.Unlock()
 	select {
@@ -163,9 +164,12 @@ func (cj *catchUpJob) check() {
 // attempt runs fire's run now, as a catch-up run, unless the store records it
 // (or a later one) as succeeded.
 func (cj *catchUpJob) attempt(fire time.Time) fireOutcome {
-	if cj.recorded(fire) {
+	if done, _ := cj.recorded(fire); done {
 		return fireDone
 	}
+	cj.mu.Lock()
+	cj.tried = fire
+	cj.mu.Unlock()
 	var ran bool
 	var err error
 	done := make(chan struct{})
@@ -178,9 +182,9 @@ func (cj *catchUpJob) attempt(fire time.Time) fireOutcome {
 }
 
 // recorded reports whether the store records fire, or a later fire time, as
-// succeeded. A store error counts as not recorded: the attempt that follows
-// is conditional on the record anyway.
-func (cj *catchUpJob) recorded(fire time.Time) bool {
+// succeeded, and whether it records any fire time. A store error counts as
+// not recorded: the attempt that follows is conditional on the record anyway.
+func (cj *catchUpJob) recorded(fire time.Time) (done, any bool) {
 	e := cj.j.e
 	ctx, cancel := context.WithTimeout(e.base, e.attempts.timeout)
 	defer cancel()
@@ -189,19 +193,25 @@ func (cj *catchUpJob) recorded(fire time.Time) bool {
 		if !errors.Is(err, context.Canceled) {
 			e.log.WarnContext(ctx, "shedlock: could not read the last fire time that succeeded", "lock", cj.j.cfg.Name, "error", err)
 		}
-		return false
+		return false, true
 	}
-	return ok && !last.Before(fire.Truncate(time.Millisecond))
+	return ok && !last.Before(fire.Truncate(time.Millisecond)), ok
 }
 
 // judge tells, once per fire time past its window, whether it was missed: no
-// run of it, or of a later one, succeeded.
+// run of it, or of a later one, succeeded. A job whose store records no fire
+// time at all has never succeeded anywhere, as a job just added: a fire time
+// before this instance tried one is not reported then, only one it tried.
 func (cj *catchUpJob) judge(fire time.Time, state fireOutcome) {
 	cj.mu.Lock()
 	seen := !cj.judged.Before(fire)
 	cj.judged = fire
+	tried := cj.tried.Equal(fire)
 	cj.mu.Unlock()
-	if seen || state != fireOpen || cj.recorded(fire) {
+	if seen || state != fireOpen {
+		return
+	}
+	if done, any := cj.recorded(fire); done || (!any && !tried) {
 		return
 	}
 	e := cj.j.e

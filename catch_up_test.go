@@ -122,9 +122,19 @@ func TestCatchUpMissedFireTime(t *testing.T) {
 	if now.Sub(latest) < time.Second {
 		t.Skip("on the hour: the fire time is inside its window") // once an hour, for a second
 	}
+	cfg := shedlock.LockConfig{Name: "missed", LockAtMostFor: time.Minute}
+	// The job last succeeded two hours ago.
+	l, err := p.fl.TryLockFire(context.Background(), cfg, latest.Add(-2*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.UnlockSucceeded(context.Background(), 0); err != nil {
+		t.Fatal(err)
+	}
+	p.takes.Store(0)
 	// A window of a millisecond: the last hour's fire time is past it at start.
-	if _, err := ex.Schedule(c, "0 0 * * * *", shedlock.LockConfig{Name: "missed", LockAtMostFor: time.Minute},
-		noop, shedlock.CatchUp(time.Millisecond), shedlock.CatchUpRetry(time.Millisecond)); err != nil {
+	if _, err := ex.Schedule(c, "0 0 * * * *", cfg, noop, shedlock.CatchUp(time.Millisecond),
+		shedlock.CatchUpRetry(time.Millisecond)); err != nil {
 		t.Fatal(err)
 	}
 	var ev shedlock.Event
@@ -169,4 +179,39 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// A job just added, which has never succeeded anywhere (the store records no
+// fire time for it), reports no fire time before its first as missed.
+func TestCatchUpNewJobReportsNothingMissed(t *testing.T) {
+	p := newCountingFire(shedlocktest.NewMemoryStore())
+	var logs syncBuffer
+	var missed atomic.Int32
+	ex := shedlock.NewExecutor(p, shedlock.WithExecutorLogger(slog.New(slog.NewTextHandler(&logs, nil))),
+		shedlock.WithListener(shedlock.ListenerFunc(func(_ context.Context, ev shedlock.Event) {
+			if ev.Kind == shedlock.EventMissedFireTime {
+				missed.Add(1)
+			}
+		})))
+	c := cron.New(cron.WithSeconds())
+	if now := time.Now(); now.Sub(now.Truncate(time.Hour)) < time.Second {
+		t.Skip("on the hour: the fire time is inside its window")
+	}
+	if _, err := ex.Schedule(c, "0 0 * * * *", shedlock.LockConfig{Name: "new", LockAtMostFor: time.Minute},
+		noop, shedlock.CatchUp(time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for p.read.Load() == 0 { // the start check read the record
+		if time.Now().After(deadline) {
+			t.Fatal("the start check never read the record")
+		}
+		time.Sleep(time.Millisecond) // a poll with a deadline
+	}
+	if err := ex.Stop(context.Background()); err != nil { // waits for the check to end
+		t.Fatal(err)
+	}
+	if n := missed.Load(); n != 0 || strings.Contains(logs.String(), "missed fire time") {
+		t.Errorf("a new job reported %d missed fire times:\n%s", n, logs.String())
+	}
 }
