@@ -316,23 +316,18 @@ func judge(t *testing.T, tally *fireTally, due []time.Time, window time.Duration
 
 // With a spec every 2 s and pods that restart every 1.4 s, down together: with
 // CatchUp every fire time runs to success once or is covered by a newer one's
-// run, none twice; without it, fire times are lost. The full-scale run (every
-// 10 s, pods restarting every 7 s, three minutes) is SHEDLOCK_CATCHUP_FULL=1,
-// TestCatchUpRestartingPodsFull.
+// run, none twice; without it, fire times are lost. SHEDLOCK_CATCHUP_FULL=1
+// runs it at full scale instead (every 10 s, pods restarting every 7 s, three
+// minutes), for make check.
 func TestCatchUpRestartingPods(t *testing.T) {
 	if testing.Short() {
 		t.Skip("timed schedule run skipped in -short mode")
 	}
-	restartingPods(t, scaledRestarts)
-}
-
-// TestCatchUpRestartingPodsFull is the Done-when scenario at full scale:
-// minutes long, so only when SHEDLOCK_CATCHUP_FULL=1 (make check).
-func TestCatchUpRestartingPodsFull(t *testing.T) {
-	if full, _ := strconv.ParseBool(os.Getenv("SHEDLOCK_CATCHUP_FULL")); !full {
-		t.Skip("full-scale catch-up run: set SHEDLOCK_CATCHUP_FULL=1")
+	plan := scaledRestarts
+	if full, _ := strconv.ParseBool(os.Getenv("SHEDLOCK_CATCHUP_FULL")); full {
+		plan = fullRestarts
 	}
-	restartingPods(t, fullRestarts)
+	restartingPods(t, plan)
 }
 
 // restartingPods runs plan on every store, with CatchUp and without, all at
