@@ -133,7 +133,10 @@ func minTime(a, b time.Time) time.Time {
 func (cj *catchUpJob) check() {
 	now := time.Now().In(cj.j.loc)
 	fire := latestFire(cj.j.schedule.Next, now, checkHorizon)
-	if fire.IsZero() {
+	if fire.IsZero() { // none within a year: nothing to run until the next fire time
+		cj.mu.Lock()
+		cj.wake = time.Time{}
+		cj.mu.Unlock()
 		return
 	}
 	cj.mu.Lock()
@@ -146,7 +149,6 @@ func (cj *catchUpJob) check() {
 	switch {
 	case now.Sub(fire) >= cj.window:
 		cj.judge(fire, state)
-		o = state
 	case state == fireOpen:
 		o = cj.attempt(fire)
 	}
