@@ -84,7 +84,7 @@ func (e *Executor) Wrap(cfg LockConfig, job cron.Job, opts ...JobOption) (cron.J
 	if job == nil {
 		return nil, fmt.Errorf("%w: lock %q: Wrap: nil job", ErrInvalidJob, cfg.Name)
 	}
-	o, err := e.jobOptions(cfg.Name, opts)
+	o, err := e.plainJobOptions(cfg.Name, "Wrap", opts)
 	if err != nil {
 		return nil, err
 	}

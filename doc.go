@@ -40,10 +40,12 @@
 // LockAtLeastFor was shorter than the spread of the instances' schedules), so jobs
 // must be safe to run again and to miss a turn.
 //
-// Two additions narrow the gaps. Executor.Schedule holds each run's lock until
+// Three additions narrow the gaps. Executor.Schedule holds each run's lock until
 // just before the next fire time, so each fire time of a cron spec runs at most
 // once across instances whatever their start times and within a clock skew
-// bound. A fencing token (FenceOf, FenceFromContext), larger for every later
+// bound. With CatchUp, a fire time missed while no instance was up, or whose
+// run failed, runs once when an instance is back, and the store records each
+// fire time that succeeded so that none succeeds twice. A fencing token (FenceOf, FenceFromContext), larger for every later
 // acquisition of a name, lets the store a job writes to refuse the late write of
 // a holder that was paused past its lock.
 //

@@ -36,7 +36,7 @@ func (e *Executor) FixedDelay(cfg LockConfig, delay time.Duration, task func(ctx
 	if err := e.checkJob(cfg); err != nil {
 		return err
 	}
-	o, err := e.jobOptions(cfg.Name, opts)
+	o, err := e.plainJobOptions(cfg.Name, "FixedDelay", opts)
 	if err != nil {
 		return err
 	}

@@ -139,6 +139,40 @@ func (as *attempts) unlock(ctx context.Context, lock Lock) error {
 	return lock.Unlock(ctx)
 }
 
+// unlockSucceeded releases a CatchUp run's lock and records its fire time, as
+// unlock releases a lock.
+func (as *attempts) unlockSucceeded(ctx context.Context, lock FireLock, leastFor time.Duration) error {
+	done, err := as.inFlight().AcquireHeld(ctx)
+	if err != nil {
+		return fmt.Errorf("%w: wait for one of the executor's statements in flight: %w", ErrReleaseFailed, err)
+	}
+	defer done()
+	return lock.UnlockSucceeded(ctx, leastFor)
+}
+
+// tryFire takes a CatchUp run's lock for its fire time, within the acquire
+// timeout. Such attempts are few, one per fire time and check: each goes
+// alone, within the bound of releases and extensions, never in a batch.
+func (as *attempts) tryFire(ctx context.Context, cfg LockConfig, fire time.Time) (Lock, error) {
+	fl, ok := as.provider.(FireLocker)
+	if !ok {
+		return nil, fmt.Errorf("%w: lock %q: CatchUp needs a provider that records fire times (FireLocker); %T does not",
+			ErrInvalidOption, cfg.Name, as.provider)
+	}
+	done, err := as.inFlight().AcquireHeld(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("shedlock: lock %q: wait for one of the executor's statements in flight: %w", cfg.Name, err)
+	}
+	defer done()
+	ctx, cancel := context.WithTimeout(ctx, as.timeout)
+	defer cancel()
+	l, err := fl.TryLockFire(ctx, cfg, fire)
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
 // extend extends lock as unlock releases it.
 func (as *attempts) extend(ctx context.Context, lock Lock, most, least time.Duration) error {
 	done, err := as.inFlight().AcquireHeld(ctx)

@@ -10,6 +10,9 @@ type jobOptions struct {
 	keepAlive bool
 	skew      time.Duration // Schedule's clock skew bound (ClockSkew)
 	skewSet   bool
+
+	catchUp      time.Duration // CatchUp's window; 0: off
+	catchUpRetry time.Duration // CatchUpRetry; 0: DefaultCatchUpRetry
 }
 
 // KeepAlive turns keep-alive on or off for one job, whatever the executor's

@@ -47,14 +47,15 @@ func (f ListenerFunc) OnEvent(ctx context.Context, ev Event) { f(ctx, ev) }
 // Event is one thing an executor did with a lock.
 //
 // A run's events come in this order. EventAttempt, then one of EventSkipped,
-// EventStoreError or EventAcquired. After EventAcquired: EventExtended and
+// EventStoreError or EventAcquired. After EventAcquired: EventCatchUp for a
+// CatchUp job's run of a missed or failed fire time, EventExtended and
 // EventExtendFailed as the lock is extended, at most one of EventLost and
 // EventExpired, then EventFinished (absent only when Stop began while the lock
 // was being taken, and the task did not run), and last exactly one of
 // EventReleased and EventReleaseFailed.
 //
 // A Leader's term is a run of two events: EventLeadershipGained, then
-// EventLeadershipLost.
+// EventLeadershipLost. EventDropped and EventMissedFireTime belong to no run.
 type Event struct {
 	Kind EventKind
 	// Run is the same for every event of one attempt.
@@ -94,6 +95,9 @@ type Event struct {
 	// Fence is, for EventLeadershipGained and EventLeadershipLost, the term's
 	// fencing token (0 where the store keeps none).
 	Fence int64
+	// FireTime is, for EventCatchUp and EventMissedFireTime, the fire time the
+	// run stands for, or that was missed.
+	FireTime time.Time
 }
 
 // EventKind names an event. Its String is the snake_case form used in metric labels.
@@ -136,6 +140,15 @@ const (
 	// EventLeadershipLost: the term's context has ended; Err is its cause
 	// (wrapping ErrLockLost, or ErrStopped) and Duration how long it led.
 	EventLeadershipLost
+	// EventCatchUp: a CatchUp job's run took its lock for a fire time other
+	// than the one now (one missed while no instance was up, or whose run
+	// failed): FireTime is the fire time it stands for. It comes right after
+	// the run's EventAcquired; the run's other events follow as usual.
+	EventCatchUp
+	// EventMissedFireTime: a CatchUp job's fire time passed its window without
+	// a run that succeeded; FireTime is that fire time. It belongs to no run,
+	// and each instance that finds the fire time missed sends it once.
+	EventMissedFireTime
 )
 
 var eventKindNames = [...]string{
@@ -144,6 +157,7 @@ var eventKindNames = [...]string{
 	EventLost: "lost", EventExpired: "expired", EventFinished: "finished",
 	EventReleased: "released", EventReleaseFailed: "release_failed", EventDropped: "dropped",
 	EventLeadershipGained: "leadership_gained", EventLeadershipLost: "leadership_lost",
+	EventCatchUp: "catch_up", EventMissedFireTime: "missed_fire_time",
 }
 
 func (k EventKind) String() string { return enumName(eventKindNames[:], int(k), "EventKind") }
@@ -235,6 +249,8 @@ func placeInRun(ev Event) (uint64, eventqueue.Place) {
 		return ev.Run.n, eventqueue.First
 	case EventSkipped, EventStoreError, EventReleased, EventReleaseFailed, EventLeadershipLost:
 		return ev.Run.n, eventqueue.Last
+	case EventMissedFireTime: // a run of one event, never dropped: one per fire time missed
+		return 0, eventqueue.Last
 	}
 	return ev.Run.n, eventqueue.Within
 }

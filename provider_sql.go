@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"runtime"
+	"time"
 
 	"github.com/shedlock-go/shedlock/internal/sqlstore"
 )
@@ -136,3 +137,28 @@ func (p *sqlProvider) ForceUnlockSeen(ctx context.Context, seen LockInfo) (LockI
 // HealthCheck reports whether the server is reachable, the session can write
 // and the table is usable for locks. See [Admin].
 func (p *sqlProvider) HealthCheck(ctx context.Context) error { return p.engine.HealthCheck(ctx) }
+
+var _ FireLocker = (*sqlProvider)(nil)
+
+// TryLockFire takes cfg's lock for the run of fire time fire, only if the
+// table's last_success records an older fire time, or none: the condition is
+// in the acquiring statement itself. See [FireLocker] and [CatchUp]. A table
+// without the column (migration 0003) is ErrUnsafeStore, naming the migration.
+func (p *sqlProvider) TryLockFire(ctx context.Context, cfg LockConfig, fire time.Time) (FireLock, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := p.engine.CheckEnd(cfg.Name, cfg.LockAtMostFor); err != nil {
+		return nil, err
+	}
+	l, err := p.engine.TryLockFire(ctx, cfg.Name, cfg.LockAtMostFor, fire)
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// LastFire returns the fire time the table's last_success records for name.
+func (p *sqlProvider) LastFire(ctx context.Context, name string) (time.Time, bool, error) {
+	return p.engine.LastFire(ctx, name)
+}

@@ -51,7 +51,7 @@ func (e *Executor) RunWith(ctx context.Context, cfg LockConfig, task func(ctx co
 	if task == nil {
 		return false, fmt.Errorf("%w: lock %q: nil task", ErrInvalidJob, cfg.Name)
 	}
-	o, err := e.jobOptions(cfg.Name, opts)
+	o, err := e.plainJobOptions(cfg.Name, "RunWith", opts)
 	if err != nil {
 		return false, err
 	}
@@ -68,11 +68,26 @@ type run struct {
 	key   string // the name as the store compares it
 	id    RunID
 	start time.Time // when Run was called; the acquisition was sent after it
+	fire  *fireRun  // a CatchUp job's run; nil for any other
+}
+
+// fireRun is what a CatchUp job's run adds to a run (see CatchUp).
+type fireRun struct {
+	at      time.Time // the fire time the run stands for: the lock is taken for it, and a success records it
+	holdEnd time.Time // a success holds the lock until then: the skew bound before the next fire time
+	catchUp bool      // made by a check, not at its own fire time: the listeners get EventCatchUp
 }
 
 // run is Run on a checked config and task.
 func (e *Executor) run(ctx context.Context, cfg LockConfig, task func(ctx context.Context) error, o jobOptions) (ran bool, err error) {
-	r := &run{e: e, ctx: ctx, cfg: cfg, key: jobname.Key(cfg.Name)}
+	return e.runFire(ctx, cfg, task, o, nil)
+}
+
+// runFire is run, for fire's fire time when fire is not nil: the lock is taken
+// only if that fire time has not succeeded, and a success records it.
+func (e *Executor) runFire(ctx context.Context, cfg LockConfig, task func(ctx context.Context) error, o jobOptions,
+	fire *fireRun) (ran bool, err error) {
+	r := &run{e: e, ctx: ctx, cfg: cfg, key: jobname.Key(cfg.Name), fire: fire}
 	entered, kind, err := e.enter(r.key, cfg.Name)
 	if err != nil {
 		return false, err
@@ -85,14 +100,19 @@ func (e *Executor) run(ctx context.Context, cfg LockConfig, task func(ctx contex
 	if !entered {
 		return false, r.skip(SkipRunningHere, "still running in this process")
 	}
-	lock, err := e.attempts.try(ctx, cfg, r.key, kind, r.window())
+	var lock Lock
+	if fire != nil {
+		lock, err = e.attempts.tryFire(ctx, cfg, fire.at)
+	} else {
+		lock, err = e.attempts.try(ctx, cfg, r.key, kind, r.window())
+	}
 	defer e.leave(r.key, err == nil, errors.Is(err, ErrNotAcquired))
 	if err != nil {
 		return false, r.notTaken(err)
 	}
 	if e.base.Err() != nil { // Stop began while the lock was being taken
 		r.emit(r.acquired(lockEnd(r.start, cfg.LockAtMostFor)), r.start)
-		return false, errors.Join(ErrStopped, r.release(lock))
+		return false, errors.Join(ErrStopped, r.release(lock, false))
 	}
 	return true, r.hold(lock, task, o.keepAlive)
 }
@@ -144,6 +164,11 @@ var errGoexit = errors.New("shedlock: task called runtime.Goexit")
 func (r *run) hold(lock Lock, task func(ctx context.Context) error, keepAlive bool) error {
 	l := newLease(r.ctx, r.cfg, lock, r.start, keepAlive, r.id, r.e.hooks)
 	r.e.addLease(l)
+	if r.fire != nil && r.fire.catchUp {
+		ev := r.event(EventCatchUp)
+		ev.FireTime = r.fire.at
+		r.emit(ev, time.Time{})
+	}
 	if keepAlive {
 		l.startKeepAlive()
 	}
@@ -157,7 +182,7 @@ func (r *run) hold(lock Lock, task func(ctx context.Context) error, keepAlive bo
 			r.e.log.ErrorContext(r.ctx, "shedlock: task called runtime.Goexit; its goroutine ends, its lock is released",
 				"lock", r.cfg.Name)
 			r.finished(l, errGoexit, TaskFailed, taskStart)
-			_ = r.release(lock)
+			_ = r.release(lock, false)
 		}
 	}()
 	panicked, taskErr := runTask(l, r.cfg.Name, task)
@@ -165,7 +190,7 @@ func (r *run) hold(lock Lock, task func(ctx context.Context) error, keepAlive bo
 	result := r.e.taskResult(r.ctx, taskErr, panicked)
 	r.e.logTask(r.ctx, r.cfg.Name, taskErr, result)
 	r.finished(l, taskErr, result, taskStart)
-	if relErr := r.release(lock); relErr != nil {
+	if relErr := r.release(lock, result == TaskOK); relErr != nil {
 		return errors.Join(taskErr, relErr)
 	}
 	return taskErr
@@ -182,11 +207,19 @@ func (r *run) finished(l *lease, err error, result TaskResult, taskStart time.Ti
 
 // release unlocks with a context of its own, so that a cancelled task context
 // cannot keep the lock held, and logs a failure. It does not wait for the
-// executor's attempts.
-func (r *run) release(lock Lock) error {
+// executor's attempts. A CatchUp job's run that succeeded records its fire
+// time in the same statement, and holds the lock until the skew bound before
+// the next fire time; one that did not frees the lock at once.
+func (r *run) release(lock Lock, succeeded bool) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), r.e.releaseTimeout)
 	defer cancel()
-	err := r.e.attempts.unlock(ctx, lock)
+	var err error
+	if fl, ok := lock.(FireLock); ok && r.fire != nil && succeeded {
+		hold := max(r.fire.holdEnd.Sub(r.start), 0).Truncate(time.Millisecond)
+		err = r.e.attempts.unlockSucceeded(ctx, fl, hold)
+	} else {
+		err = r.e.attempts.unlock(ctx, lock)
+	}
 	if err != nil {
 		r.e.log.ErrorContext(r.ctx, "shedlock: release failed; the lock stays held until its lock_until",
 			"lock", r.cfg.Name, "error", err)

@@ -1,6 +1,7 @@
 package shedlock
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -73,6 +74,12 @@ func ClockSkew(d time.Duration) JobOption {
 // made with one; ErrDuplicateName; ErrStopped. Nothing is added to c on error.
 // Keep-alive follows the executor's setting unless a KeepAlive option says
 // otherwise.
+//
+// With CatchUp, a fire time missed while no instance was up, or whose run
+// failed, runs once when an instance checks, and the store, not the hold,
+// keeps each fire time to one run that succeeded: see CatchUp. Its errors add
+// ErrInvalidOption for a provider that is not a FireLocker, and
+// ErrInvalidConfig for an @every spec.
 func (e *Executor) Schedule(c *cron.Cron, spec string, cfg LockConfig,
 	task func(context.Context) error, opts ...JobOption) (cron.EntryID, error) {
 	switch {
@@ -95,16 +102,36 @@ func (e *Executor) Schedule(c *cron.Cron, spec string, cfg LockConfig,
 		return 0, fmt.Errorf("%w: lock %q: LockAtMostFor (%v) must exceed the clock skew bound (%v): instances "+
 			"that fire within it must find the lock held", ErrInvalidConfig, cfg.Name, cfg.LockAtMostFor, o.skew)
 	}
+	var fl FireLocker
+	if o.catchUp > 0 {
+		var ok bool
+		if fl, ok = e.provider.(FireLocker); !ok {
+			return 0, fmt.Errorf("%w: lock %q: CatchUp needs a provider that records fire times (FireLocker); %T does not",
+				ErrInvalidOption, cfg.Name, e.provider)
+		}
+	}
 	if err := e.register(cfg); err != nil {
 		return 0, err
 	}
 	j := &scheduledJob{e: e, cfg: cfg, task: task, o: o, loc: c.Location(), ready: make(chan struct{})}
+	if fl != nil {
+		j.cu = &catchUpJob{j: j, fl: fl, window: o.catchUp, retry: cmp.Or(o.catchUpRetry, DefaultCatchUpRetry),
+			kick: make(chan struct{}, 1), c: c}
+	}
 	id, err := c.AddJob(spec, j)
 	if err != nil {
 		e.unregister(cfg.Name)
 		return 0, fmt.Errorf("%w: lock %q: spec %q: %w", ErrInvalidConfig, cfg.Name, spec, err)
 	}
 	j.schedule = c.Entry(id).Schedule
+	if _, every := j.schedule.(cron.ConstantDelaySchedule); every && j.cu != nil {
+		j.refused = true
+		close(j.ready)
+		c.Remove(id)
+		e.unregister(cfg.Name)
+		return 0, fmt.Errorf("%w: lock %q: spec %q: CatchUp needs fire times the instances share, as a cron "+
+			"spec gives; those of @every depend on when each instance started", ErrInvalidConfig, cfg.Name, spec)
+	}
 	if j.schedule != nil {
 		if gap, ok := smallestGap(j.schedule, time.Now().In(c.Location()), 2*o.skew); ok && gap <= 2*o.skew {
 			// Only c parses spec, so the entry is added before its gaps are known;
@@ -121,6 +148,10 @@ func (e *Executor) Schedule(c *cron.Cron, spec string, cfg LockConfig,
 	}
 	e.recordEntry(cfg.Name, c, id)
 	close(j.ready)
+	if j.cu != nil && j.schedule != nil {
+		j.cu.id = id
+		j.cu.start()
+	}
 	return id, nil
 }
 
@@ -173,7 +204,8 @@ type scheduledJob struct {
 	loc      *time.Location // c's: a time-of-day spec's next fire time is in its zone
 	ready    chan struct{}  // closed once schedule and refused are set: c may fire before AddJob returns
 	schedule cron.Schedule
-	refused  bool // Schedule refused the spec and removes the entry: run nothing
+	refused  bool        // Schedule refused the spec and removes the entry: run nothing
+	cu       *catchUpJob // with CatchUp; nil otherwise
 }
 
 // Run takes the lock for this fire time, held until just before the next.
@@ -183,6 +215,14 @@ func (j *scheduledJob) Run() {
 		return
 	}
 	now := time.Now().In(j.loc)
+	if j.cu != nil && j.schedule != nil {
+		fire := latestFire(j.schedule.Next, now, checkHorizon)
+		if fire.IsZero() {
+			fire = now
+		}
+		j.cu.fired(fire, outcomeOf(j.runAt(fire, false)))
+		return
+	}
 	// The fire time bounds the attempt as for WithLock: one that comes later than
 	// half its hold after the fire time (a pod slow to reach it in a herd) is
 	// skipped, rather than hold the lock past the next fire time.
@@ -207,4 +247,17 @@ func (j *scheduledJob) config(now time.Time) LockConfig {
 	cfg.LockAtLeastFor = hold.Truncate(time.Millisecond)
 	cfg.LockAtMostFor = max(cfg.LockAtMostFor, cfg.LockAtLeastFor)
 	return cfg
+}
+
+// runAt is a CatchUp job's run for fire: its lock is taken with the job's
+// LockAtMostFor and no LockAtLeastFor, only if fire has not succeeded (the
+// store checks), and a success records fire and holds the lock until the skew
+// bound before the next fire time. catchUp: the run is made by a check, not at
+// fire itself.
+func (j *scheduledJob) runAt(fire time.Time, catchUp bool) (bool, error) {
+	f := &fireRun{at: fire, catchUp: catchUp}
+	if next := j.schedule.Next(fire); !next.IsZero() {
+		f.holdEnd = next.Add(-j.o.skew)
+	}
+	return j.e.runFire(ContextWithFireTime(j.e.base, fire), j.cfg, j.task, j.o, f)
 }

@@ -44,6 +44,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(envLeaderPod) != "" {
 		os.Exit(leaderPodMain())
 	}
+	if os.Getenv(envCatchUpPod) != "" {
+		os.Exit(catchUpPodMain())
+	}
 	os.Exit(m.Run())
 }
 

@@ -41,6 +41,7 @@ type migrationStore struct {
 	describe    func(t *testing.T, db *sql.DB) []string
 	want        []string // after 0001: Java ShedLock's table
 	fence       string   // the column 0002 adds, as describe shows it
+	lastSuccess string   // the column 0003 adds
 	tableExists func(t *testing.T, db *sql.DB, table string) bool
 	provider    func(db *sql.DB) (shedlock.LockProvider, error)
 }
@@ -71,7 +72,8 @@ var mysqlMigrations = migrationStore{
 		"locked_at timestamp(3) NOT NULL DEFAULT current_timestamp(3)",
 		"locked_by varchar(255) NOT NULL",
 	},
-	fence: "fence bigint(20) NULL DEFAULT null",
+	fence:       "fence bigint(20) NULL DEFAULT null",
+	lastSuccess: "last_success bigint(20) NULL DEFAULT null",
 	tableExists: func(t *testing.T, db *sql.DB, table string) bool {
 		var n int
 		require.NoError(t, db.QueryRow(`SELECT COUNT(*) FROM information_schema.TABLES
@@ -106,7 +108,8 @@ var postgresMigrations = migrationStore{
 		"locked_by character varying(255) NOT NULL",
 		"PRIMARY KEY (name)",
 	},
-	fence: "fence bigint",
+	fence:       "fence bigint",
+	lastSuccess: "last_success bigint",
 	tableExists: func(t *testing.T, db *sql.DB, table string) bool {
 		var ok bool
 		require.NoError(t, db.QueryRow(`SELECT to_regclass($1) IS NOT NULL`, table).Scan(&ok))
@@ -137,7 +140,8 @@ var sqliteMigrations = migrationStore{
 		"locked_at TEXT NOT NULL DEFAULT strftime('%Y-%m-%d %H:%M:%f', 'now')",
 		"locked_by VARCHAR(255) NOT NULL",
 	},
-	fence: "fence BIGINT",
+	fence:       "fence BIGINT",
+	lastSuccess: "last_success BIGINT",
 	tableExists: func(t *testing.T, db *sql.DB, table string) bool {
 		var n int
 		require.NoError(t, db.QueryRow(`SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?`,
@@ -221,6 +225,17 @@ func (s migrationStore) wantFenced() []string {
 		at--
 	}
 	return slices.Insert(out, at, s.fence)
+}
+
+// wantAll is want with the columns of every migration: 0002's fence, then
+// 0003's last_success.
+func (s migrationStore) wantAll() []string {
+	out := s.wantFenced()
+	at := len(out)
+	if s.name == "PostgreSQL" {
+		at--
+	}
+	return slices.Insert(out, at, s.lastSuccess)
 }
 
 // requireLocks shows that the store's provider, with its default table, takes and

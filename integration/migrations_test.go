@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"io/fs"
 	"testing"
+	"time"
 
 	"github.com/golang-migrate/migrate/v4"
 	"github.com/golang-migrate/migrate/v4/source/iofs"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/shedlock-go/shedlock"
 	"github.com/shedlock-go/shedlock/migrations"
 )
 
@@ -19,8 +21,8 @@ import (
 const migrationVersions = "shedlock_versions"
 
 // migrationCount is how many migrations each store has: 0001 (Java ShedLock's
-// table) and 0002 (the fence column).
-const migrationCount = 2
+// table), 0002 (the fence column) and 0003 (CatchUp's last_success).
+const migrationCount = 3
 
 // migrationTool applies a store's migrations up, or all the way down, on a pool
 // it may close.
@@ -91,7 +93,7 @@ func TestMigrations(t *testing.T) {
 				db := newPool()
 
 				tool.up(t, s, newPool())
-				assert.Equal(t, s.wantFenced(), s.describe(t, db), "table after up")
+				assert.Equal(t, s.wantAll(), s.describe(t, db), "table after up")
 				assert.True(t, s.tableExists(t, db, migrationVersions), "version table %s after up", migrationVersions)
 				s.requireLocks(t, newPool, true)
 
@@ -128,7 +130,7 @@ func TestMigrationsGooseGlobalFunctions(t *testing.T) {
 	goose.SetTableName(migrationVersions)
 
 	require.NoError(t, goose.Up(db, "goose"))
-	assert.Equal(t, s.wantFenced(), s.describe(t, db), "table after up")
+	assert.Equal(t, s.wantAll(), s.describe(t, db), "table after up")
 	assert.True(t, s.tableExists(t, db, migrationVersions), "version table %s after up", migrationVersions)
 	s.requireLocks(t, newPool, true)
 	require.NoError(t, goose.DownTo(db, "goose", 0))
@@ -174,7 +176,44 @@ func TestMigrationsEnsureTableMatches(t *testing.T) {
 			p, err := s.provider(newPool())
 			require.NoError(t, err)
 			require.NoError(t, p.(interface{ EnsureTable(context.Context) error }).EnsureTable(context.Background()))
-			assert.Equal(t, s.wantFenced(), s.describe(t, db))
+			assert.Equal(t, s.wantAll(), s.describe(t, db))
+			s.requireLocks(t, newPool, true)
+		})
+	}
+}
+
+// 0003 adds last_success: a provider made after it takes CatchUp's locks;
+// down to 2 takes it away, and a CatchUp take is refused, naming the
+// migration, while other locks go on.
+func TestMigrationsLastSuccessStep(t *testing.T) {
+	t.Parallel()
+	for _, s := range []migrationStore{mysqlMigrations, postgresMigrations, sqliteMigrations} {
+		t.Run(s.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			newPool := s.open(t)
+			db := newPool()
+			m := newMigrate(t, s, newPool())
+			cfg := shedlock.LockConfig{Name: "caught-up", LockAtMostFor: time.Minute}
+			fireLocker := func() shedlock.FireLocker {
+				p, err := s.provider(newPool())
+				require.NoError(t, err)
+				t.Cleanup(func() { _ = p.(interface{ Close() error }).Close() })
+				return p.(shedlock.FireLocker)
+			}
+
+			require.NoError(t, m.Steps(3))
+			assert.Equal(t, s.wantAll(), s.describe(t, db), "last_success at version 3")
+			fire := time.Now().Truncate(time.Second)
+			l, err := fireLocker().TryLockFire(ctx, cfg, fire)
+			require.NoError(t, err)
+			require.NoError(t, l.UnlockSucceeded(ctx, 0))
+
+			require.NoError(t, m.Steps(-1))
+			assert.Equal(t, s.wantFenced(), s.describe(t, db), "down to version 2")
+			_, err = fireLocker().TryLockFire(ctx, cfg, fire.Add(time.Second))
+			require.ErrorIs(t, err, shedlock.ErrUnsafeStore)
+			require.ErrorContains(t, err, "0003_add_last_success")
 			s.requireLocks(t, newPool, true)
 		})
 	}

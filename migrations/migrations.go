@@ -14,8 +14,11 @@
 //	0001_create_shedlock.down.sql
 //	0002_add_fence.up.sql
 //	0002_add_fence.down.sql
+//	0003_add_last_success.up.sql
+//	0003_add_last_success.down.sql
 //	goose/0001_create_shedlock.sql  goose reads goose/: up and down in one file,
 //	goose/0002_add_fence.sql        marked -- +goose Up and -- +goose Down
+//	goose/0003_add_last_success.sql
 //
 // Give goose the goose folder, never the root: there it would read the .up.sql and
 // .down.sql files as two migrations of each version and refuse them. A new store is a
@@ -29,6 +32,12 @@
 //     TABLE ... ADD COLUMN without a default, which MySQL 8, MariaDB 10.3,
 //     PostgreSQL 11 and SQLite make without rewriting the table. Java ShedLock
 //     pods keep working on the table: they neither read nor write the column.
+//   - 0003 adds the column last_success BIGINT (NULL allowed), where a job
+//     scheduled with shedlock.CatchUp records the fire time, in milliseconds
+//     since 1970, of its last run that succeeded, in the statement that
+//     releases the run's lock. Jobs without CatchUp never read or write it,
+//     and Java ShedLock pods keep working on the table; a table without it
+//     refuses CatchUp jobs only, with an error that names this migration.
 //
 // A provider looks for the fence column when it first uses the table: one that
 // started before 0002 ran goes on without tokens until it is made anew or closed

@@ -20,6 +20,8 @@
 //	shedlock.lock.losses         {loss}         tasks whose lock ended under them; shedlock.loss.reason: lost, expired
 //	shedlock.events.dropped      {event}        events dropped, whole runs at a time, because listeners fell behind
 //	shedlock.leader              {leader}       1 while this instance leads the group (a shedlock.Leader's lease name)
+//	shedlock.catch_up.runs       {run}          CatchUp runs of a fire time missed or failed (shedlock.EventCatchUp)
+//	shedlock.fire_times.missed   {fire_time}    CatchUp fire times past their window with no run that succeeded
 //
 // Give the same Listener to a shedlock.Leader (shedlock.WithLeaderListener)
 // for shedlock.leader; the leader's events start no span.
@@ -148,6 +150,8 @@ type Listener struct {
 	losses          metric.Int64Counter
 	dropped         metric.Int64Counter
 	leading         metric.Int64UpDownCounter
+	catchUps        metric.Int64Counter
+	missed          metric.Int64Counter
 
 	mu    sync.Mutex
 	spans map[shedlock.RunID]trace.Span // runs whose lock is taken and not yet released
@@ -200,6 +204,8 @@ func New(opts ...Option) (*Listener, error) {
 	l.extensionErrors = counter("shedlock.extension.errors", "{error}", "Extensions that failed without the lock being lost; keep-alive retries them.")
 	l.losses = counter("shedlock.lock.losses", "{loss}", "Tasks whose lock ended under them: lost, or expired without keep-alive.")
 	l.dropped = counter("shedlock.events.dropped", "{event}", "Lock events dropped, whole runs at a time, because listeners fell behind; the other metrics miss those runs.")
+	l.catchUps = counter("shedlock.catch_up.runs", "{run}", "CatchUp runs: locks taken for a fire time missed while no instance was up, or whose run failed.")
+	l.missed = counter("shedlock.fire_times.missed", "{fire_time}", "CatchUp fire times that passed their window with no run that succeeded, counted by each instance that found them.")
 	for _, err := range errs {
 		if err != nil {
 			return nil, err
@@ -257,6 +263,11 @@ func (l *Listener) OnEvent(ctx context.Context, ev shedlock.Event) {
 	case shedlock.EventDropped:
 		// The executor drops whole runs: every span open here still gets its end.
 		l.dropped.Add(bg, int64(ev.Dropped))
+	case shedlock.EventCatchUp:
+		l.catchUps.Add(bg, 1, attrs)
+		l.spanEvent(ev, "shedlock.catch_up", nil)
+	case shedlock.EventMissedFireTime:
+		l.missed.Add(bg, 1, attrs)
 	}
 }
 

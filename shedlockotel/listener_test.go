@@ -26,6 +26,7 @@ type harness struct {
 	reader *sdkmetric.ManualReader
 	spans  *tracetest.SpanRecorder
 	tp     *sdktrace.TracerProvider
+	l      *shedlockotel.Listener
 }
 
 func setup(t *testing.T, p shedlock.LockProvider, opts ...shedlock.ExecutorOption) *harness {
@@ -38,6 +39,7 @@ func setup(t *testing.T, p shedlock.LockProvider, opts ...shedlock.ExecutorOptio
 	if err != nil {
 		t.Fatal(err)
 	}
+	h.l = l
 	quiet := shedlock.WithExecutorLogger(slog.New(slog.DiscardHandler))
 	h.ex = shedlock.NewExecutor(p, append([]shedlock.ExecutorOption{shedlock.WithListener(l), quiet}, opts...)...)
 	return h

@@ -26,6 +26,8 @@
 //	shedlock_lock_losses_total{lock,reason}        tasks whose lock ended under them: lost, expired
 //	shedlock_dropped_events_total                  events dropped, whole runs at a time, because listeners fell behind
 //	shedlock_leader{lock}                          1 while this instance leads the group (a shedlock.Leader's lease name)
+//	shedlock_catch_up_runs_total{lock}             CatchUp runs of a fire time missed or failed (shedlock.EventCatchUp)
+//	shedlock_missed_fire_times_total{lock}         CatchUp fire times past their window with no run that succeeded
 //
 // Give the same Metrics to a shedlock.Leader (shedlock.WithLeaderListener) for
 // shedlock_leader.
@@ -99,6 +101,8 @@ type Metrics struct {
 	losses          *prometheus.CounterVec
 	dropped         prometheus.Counter
 	leader          *prometheus.GaugeVec
+	catchUps        *prometheus.CounterVec
+	missed          *prometheus.CounterVec
 }
 
 // New returns the metrics, unregistered. A bad or nil option panics with an
@@ -148,13 +152,17 @@ func newMetrics(ctor string, opts []Option) (*Metrics, error) {
 			Help: "Lock events dropped, whole runs at a time, because listeners fell behind; the other metrics miss those runs."}),
 		leader: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "shedlock", Name: "leader",
 			Help: "1 while this instance leads the group (a shedlock.Leader's lease), 0 otherwise."}, []string{"lock"}),
+		catchUps: counter("catch_up_runs_total", "CatchUp runs: locks taken for a fire time missed while no instance "+
+			"was up, or whose run failed."),
+		missed: counter("missed_fire_times_total", "CatchUp fire times that passed their window with no run that "+
+			"succeeded, counted by each instance that found them."),
 	}
 	return m, nil
 }
 
 func (m *Metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.attempts, m.acquisitions, m.skips, m.storeErrors, m.runDuration, m.inProgress,
-		m.held, m.releaseErrors, m.extensions, m.extensionErrors, m.losses, m.dropped, m.leader}
+		m.held, m.releaseErrors, m.extensions, m.extensionErrors, m.losses, m.dropped, m.leader, m.catchUps, m.missed}
 }
 
 // Describe implements prometheus.Collector.
@@ -207,6 +215,10 @@ func (m *Metrics) OnEvent(_ context.Context, ev shedlock.Event) {
 		m.inProgress.WithLabelValues(lock).Dec()
 	case shedlock.EventDropped:
 		m.dropped.Add(float64(ev.Dropped))
+	case shedlock.EventCatchUp:
+		m.catchUps.WithLabelValues(lock).Inc()
+	case shedlock.EventMissedFireTime:
+		m.missed.WithLabelValues(lock).Inc()
 	}
 }
 

@@ -13,3 +13,7 @@ func TestConformance(t *testing.T) {
 func TestContention(t *testing.T) {
 	shedlocktest.RunContention(t, newStore, shedlocktest.Contention{})
 }
+
+func TestCatchUpConformance(t *testing.T) {
+	shedlocktest.RunCatchUp(t, newStore)
+}

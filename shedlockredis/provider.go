@@ -34,7 +34,10 @@ type Provider struct {
 	batch    *redis.Script
 	release  *redis.Script
 	extend   *redis.Script
-	now      func() time.Time // the time written into values, for readers only
+	// CatchUp's (see fire.go)
+	fireAcquire *redis.Script
+	fireRelease *redis.Script
+	now         func() time.Time // the time written into values, for readers only
 
 	evictionAllowed bool
 	checked         atomic.Bool   // the server was found not to evict
@@ -75,6 +78,9 @@ func NewProvider(client redis.UniversalClient, opts ...Option) (*Provider, error
 		release:  redis.NewScript(releaseScript),
 		extend:   redis.NewScript(extendScript),
 		now:      time.Now,
+
+		fireAcquire: redis.NewScript(fireAcquireScript),
+		fireRelease: redis.NewScript(fireReleaseScript),
 
 		evictionAllowed: o.evictionAllowed,
 		checking:        make(chan struct{}, 1),

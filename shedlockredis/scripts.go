@@ -107,3 +107,39 @@ for i = 1, #ARGV, 3 do
 end
 return out
 `
+
+// fireAcquireScript is acquireScript for a CatchUp run of fire time ARGV[3]
+// (milliseconds since 1970): it takes the lock only if the fire time recorded
+// in the lock's fired key (KEYS[3], see FiredKey) is older, or there is none,
+// so that a fire time that succeeded is never taken again. Java ShedLock pods
+// neither read nor write the fired key.
+const fireAcquireScript = `
+if redis.replicate_commands then redis.replicate_commands() end
+local last = redis.call('GET', KEYS[3])
+if last and tonumber(last) >= tonumber(ARGV[3]) then return false end
+if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return false end
+local t = redis.call('TIME')
+local fence = tonumber(redis.call('GET', KEYS[2]) or '0') + 1
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+if fence < now then fence = now end
+redis.call('SET', KEYS[2], string.format('%.0f', fence))
+return fence
+`
+
+// fireReleaseScript is releaseScript for a CatchUp run that succeeded: while
+// the key still holds this acquisition's value, it also records the run's fire
+// time (ARGV[4]) in the fired key (KEYS[2]), unless a later one is recorded.
+const fireReleaseScript = `
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+local last = redis.call('GET', KEYS[2])
+if not last or tonumber(last) < tonumber(ARGV[4]) then redis.call('SET', KEYS[2], ARGV[4]) end
+local keep = tonumber(ARGV[2])
+local pttl = redis.call('PTTL', KEYS[1])
+if pttl >= 0 then keep = keep - (tonumber(ARGV[3]) - pttl) end
+if keep > 0 then
+  redis.call('PEXPIRE', KEYS[1], keep)
+else
+  redis.call('DEL', KEYS[1])
+end
+return 1
+`

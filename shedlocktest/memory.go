@@ -15,6 +15,7 @@ import (
 type MemoryStore struct {
 	mu    sync.Mutex
 	rows  map[string]memoryRow
+	fired map[string]time.Time // CatchUp's record: the last fire time that succeeded, by name
 	terms uint64
 }
 
@@ -26,10 +27,11 @@ type memoryRow struct {
 
 // NewMemoryStore returns an empty store.
 func NewMemoryStore() *MemoryStore {
-	return &MemoryStore{rows: make(map[string]memoryRow)}
+	return &MemoryStore{rows: make(map[string]memoryRow), fired: make(map[string]time.Time)}
 }
 
-// Provider returns a provider on s that writes owner as the holder.
+// Provider returns a provider on s that writes owner as the holder. It is a
+// shedlock.FireLocker too, for CatchUp jobs.
 func (s *MemoryStore) Provider(owner string) shedlock.LockProvider {
 	return memoryProvider{s: s, owner: owner}
 }

@@ -27,10 +27,14 @@ func list(ctx context.Context, c config, args []string, _ io.Reader, stdout, _ i
 	if err != nil {
 		return err
 	}
-	if c.json {
-		return writeJSON(stdout, locks)
+	fires, err := lastFires(ctx, s, locks)
+	if err != nil {
+		return err
 	}
-	return writeTable(stdout, s.where, locks)
+	if c.json {
+		return writeJSON(stdout, locks, fires)
+	}
+	return writeTable(stdout, s.where, locks, fires)
 }
 
 // timeLayout is how the table shows times: UTC, to the millisecond the
@@ -38,21 +42,30 @@ func list(ctx context.Context, c config, args []string, _ io.Reader, stdout, _ i
 const timeLayout = "2006-01-02 15:04:05.000"
 
 // writeTable prints the locks as a table; where names what they are in, for
-// an empty one.
-func writeTable(w io.Writer, where string, locks []shedlock.LockInfo) error {
+// an empty one. fires, when the store keeps them, adds each lock's last fire
+// time that succeeded (CatchUp jobs).
+func writeTable(w io.Writer, where string, locks []shedlock.LockInfo, fires map[string]time.Time) error {
 	if len(locks) == 0 {
 		_, err := fmt.Fprintf(w, "no locks in %s\n", where)
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tHELD\tTIME LEFT\tLOCK UNTIL (UTC)\tLOCKED AT (UTC)\tLOCKED BY")
+	head := "NAME\tHELD\tTIME LEFT\tLOCK UNTIL (UTC)\tLOCKED AT (UTC)\tLOCKED BY"
+	if fires != nil {
+		head += "\tLAST SUCCESS (UTC)"
+	}
+	fmt.Fprintln(tw, head)
 	for _, l := range locks {
 		held, left := "no", "-"
 		if l.Held {
 			held, left = "yes", formatLeft(l.TimeLeft)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", display(l.Name), held, left,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s", display(l.Name), held, left,
 			formatTime(l.LockUntil), formatTime(l.LockedAt), display(l.LockedBy))
+		if fires != nil {
+			fmt.Fprintf(tw, "\t%s", formatTime(fires[l.Name]))
+		}
+		fmt.Fprintln(tw)
 	}
 	return tw.Flush()
 }
@@ -89,9 +102,12 @@ type lockJSON struct {
 	LockUntil  *time.Time `json:"lock_until"`
 	LockedAt   *time.Time `json:"locked_at"`
 	LockedBy   string     `json:"locked_by"`
+	// LastSuccess is the last fire time a CatchUp run of the lock succeeded
+	// at, where the store keeps it.
+	LastSuccess *time.Time `json:"last_success,omitempty"`
 }
 
-func writeJSON(w io.Writer, locks []shedlock.LockInfo) error {
+func writeJSON(w io.Writer, locks []shedlock.LockInfo, fires map[string]time.Time) error {
 	out := make([]lockJSON, len(locks))
 	for i, l := range locks {
 		left := l.TimeLeft.Milliseconds()
@@ -99,7 +115,8 @@ func writeJSON(w io.Writer, locks []shedlock.LockInfo) error {
 			left = -1
 		}
 		out[i] = lockJSON{Name: l.Name, Held: l.Held, TimeLeftMS: left,
-			LockUntil: timeOrNil(l.LockUntil), LockedAt: timeOrNil(l.LockedAt), LockedBy: l.LockedBy}
+			LockUntil: timeOrNil(l.LockUntil), LockedAt: timeOrNil(l.LockedAt), LockedBy: l.LockedBy,
+			LastSuccess: timeOrNil(fires[l.Name])}
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"regexp"
 	"strings"
 	"testing"
@@ -21,7 +22,11 @@ func parseTable(t *testing.T, out string) []map[string]string {
 	t.Helper()
 	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
 	header := columns.Split(strings.TrimSpace(lines[0]), -1)
-	require.Equal(t, []string{"NAME", "HELD", "TIME LEFT", "LOCK UNTIL (UTC)", "LOCKED AT (UTC)", "LOCKED BY"}, header)
+	want := []string{"NAME", "HELD", "TIME LEFT", "LOCK UNTIL (UTC)", "LOCKED AT (UTC)", "LOCKED BY"}
+	if len(header) == len(want)+1 {
+		want = append(want, "LAST SUCCESS (UTC)") // a CatchUp job's record
+	}
+	require.Equal(t, want, header)
 	var rows []map[string]string
 	for _, line := range lines[1:] {
 		cells := columns.Split(strings.TrimSpace(line), -1)
@@ -151,4 +156,51 @@ func keys(m map[string]any) []string {
 		ks = append(ks, k)
 	}
 	return ks
+}
+
+// A CatchUp job's last fire time that succeeded shows in its own column,
+// and in -json, where the store records one; "-" for a lock without.
+func TestListLastSuccess(t *testing.T) {
+	forEachTable(t, func(t *testing.T, tbl testTable) {
+		ctx := context.Background()
+		p := tbl.pod(t)
+		fl, ok := p.(shedlock.FireLocker)
+		require.True(t, ok, "%T records no fire times", p)
+		fire := time.Now().Truncate(time.Second).Add(-time.Minute).UTC()
+		catchUp := shedlock.LockConfig{Name: "nightlyReport", LockAtMostFor: time.Minute}
+		l, err := fl.TryLockFire(ctx, catchUp, fire)
+		if errors.Is(err, shedlock.ErrUnsafeStore) {
+			r := runCLI(t, "", tbl.args("list")...)
+			require.Equal(t, 0, r.code, r.stderr)
+			assert.NotContains(t, r.stdout, "LAST SUCCESS", "a table without last_success lists as before")
+			return
+		}
+		require.NoError(t, err)
+		require.NoError(t, l.UnlockSucceeded(ctx, time.Minute)) // held a minute, so that Redis keeps the key listed
+		take(t, p, shedlock.LockConfig{Name: "plainJob", LockAtMostFor: time.Minute})
+
+		r := runCLI(t, "", tbl.args("list")...)
+		require.Equal(t, 0, r.code, r.stderr)
+		rows := parseTable(t, r.stdout)
+		require.Len(t, rows, 2)
+		byName := map[string]map[string]string{}
+		for _, row := range rows {
+			byName[row["NAME"]] = row
+		}
+		assert.Equal(t, fire.Format(timeLayout), byName["nightlyReport"]["LAST SUCCESS (UTC)"])
+		assert.Equal(t, "-", byName["plainJob"]["LAST SUCCESS (UTC)"])
+
+		r = runCLI(t, "", tbl.args("list", "-json")...)
+		require.Equal(t, 0, r.code, r.stderr)
+		var locks []lockJSON
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &locks))
+		for _, l := range locks {
+			if l.Name == "nightlyReport" {
+				require.NotNil(t, l.LastSuccess)
+				assert.True(t, l.LastSuccess.Equal(fire))
+			} else {
+				assert.Nil(t, l.LastSuccess)
+			}
+		}
+	})
 }

@@ -44,7 +44,7 @@ func watch(ctx context.Context, c config, args []string, _ io.Reader, stdout, _ 
 		case err != nil:
 			fmt.Fprintf(&frame, "error: %s\n", oneLine(err))
 		default:
-			if err := writeTable(&frame, s.where, locks); err != nil {
+			if err := writeTable(&frame, s.where, locks, nil); err != nil { // list shows last successes
 				return err
 			}
 		}

@@ -10,7 +10,7 @@ import (
 
 // The migrations EnsureTable applies to a new table, in order, in each store's
 // folder: the first creates the table, every later one adds columns.
-var tableMigrations = []string{"0001_create_shedlock.up.sql", "0002_add_fence.up.sql"}
+var tableMigrations = []string{"0001_create_shedlock.up.sql", "0002_add_fence.up.sql", "0003_add_last_success.up.sql"}
 
 // DDL returns the CREATE TABLE that makes, under the name table, the table that
 // store's migrations (dir is its folder in migrations.FS) make when all are

@@ -102,15 +102,9 @@ func (e *Engine) token() string {
 // for mostFor, so that a row deleted by hand is re-created within one mostFor.
 func (e *Engine) TryLock(ctx context.Context, name string, mostFor, leastFor time.Duration) (*Lock, error) {
 	mostFor = ceilMillis(mostFor)
-	st, ok := e.names.get(name)
-	if !ok {
-		key, err := e.store.NameKey(ctx, name)
-		if err != nil {
-			return nil, fmt.Errorf("shedlock: acquire %q: %w", name, err)
-		}
-		if st, err = e.names.add(name, key); err != nil {
-			return nil, err
-		}
+	st, err := e.nameState(ctx, name)
+	if err != nil {
+		return nil, err
 	}
 	args := Args{Name: st.arg, Token: e.token()}
 	now := time.Now()
@@ -136,6 +130,20 @@ func (e *Engine) TryLock(ctx context.Context, name string, mostFor, leastFor tim
 	}
 	st.seen(now)
 	return e.grant(name, args, g.Fence, now, mostFor, leastFor), nil
+}
+
+// nameState is what the engine knows of name's row, checking the name
+// against the column the first time it sees it.
+func (e *Engine) nameState(ctx context.Context, name string) (*nameState, error) {
+	st, ok := e.names.get(name)
+	if ok {
+		return st, nil
+	}
+	key, err := e.store.NameKey(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("shedlock: acquire %q: %w", name, err)
+	}
+	return e.names.add(name, key)
 }
 
 // ceilMillis rounds d up to a whole millisecond: stores keep lock times to the

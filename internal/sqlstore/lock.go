@@ -23,6 +23,9 @@ type Lock struct {
 
 	taken time.Time    // when the acquiring statement was sent, with the monotonic clock
 	ends  atomic.Int64 // when the lock ends, as nanoseconds after taken
+
+	fire    int64 // the fire time, in milliseconds since 1970, TryLockFire took the lock for
+	fireSet bool
 }
 
 func (e *Engine) grant(name string, args Args, fence int64, sent time.Time, mostFor, leastFor time.Duration) *Lock {
@@ -53,6 +56,12 @@ var errReleased = errors.New("it was released")
 // failed statement is retried; when every try fails the error wraps
 // lockerr.ReleaseFailed and the lock stays until its lock_until.
 func (l *Lock) Unlock(ctx context.Context) error {
+	return l.unlock(ctx, func(ctx context.Context) (bool, error) { return l.e.store.Release(ctx, l.args, l.leastFor) })
+}
+
+// unlock runs release, the statement that releases the lock, retrying it as
+// Unlock says.
+func (l *Lock) unlock(ctx context.Context, release func(context.Context) (bool, error)) error {
 	if err := l.take(ctx); err != nil {
 		return fmt.Errorf("%w: %w", lockerr.ReleaseFailed, err)
 	}
@@ -64,7 +73,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	var err error
 	for attempt := 0; ; attempt++ {
 		var ours bool
-		ours, err = statement(l.e, ctx, func(ctx context.Context) (bool, error) { return l.e.store.Release(ctx, l.args, l.leastFor) })
+		ours, err = statement(l.e, ctx, release)
 		if err == nil {
 			l.done = errReleased
 			if !ours {

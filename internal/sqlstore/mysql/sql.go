@@ -126,3 +126,29 @@ func detectUTCDialect(ctx context.Context, db *sql.DB, version string) (utcDiale
 	}
 	return dialect, nil
 }
+
+// CatchUp's statements, on a table with the last_success column (migration
+// 0003): the fire time, in milliseconds since 1970, of the lock's last run
+// that succeeded. They run only for CatchUp jobs. addRowSQL makes a free row
+// for a name that has none and leaves an existing one as it is; the
+// acquisition is a conditional UPDATE, taken only when the lock has run out
+// and the recorded fire time is older than the run's (the last ?), so that a
+// fire time that succeeded is never taken again. It writes a new token to
+// locked_by, so that a row it matched is a row it changed, whether the pool
+// counts found or changed rows. The fenced one returns the token as
+// LAST_INSERT_ID(expr), as fencedAcquireSQL does. The release is releaseSQL's,
+// and records the run's fire time unless a later one is.
+const (
+	addRowSQL = "INSERT INTO {t} (name, lock_until, locked_at, locked_by) " +
+		"VALUES (?, UTC_TIMESTAMP(3), UTC_TIMESTAMP(3), ?) ON DUPLICATE KEY UPDATE lock_until = lock_until"
+	fireAcquireSQL = "UPDATE {t} SET locked_by = ?, locked_at = UTC_TIMESTAMP(3), " +
+		"lock_until = TIMESTAMPADD(MICROSECOND, ?, UTC_TIMESTAMP(3)) " +
+		"WHERE name = ? AND lock_until <= UTC_TIMESTAMP(3) AND (last_success IS NULL OR last_success < ?)"
+	fencedFireAcquireSQL = "UPDATE {t} SET fence = LAST_INSERT_ID(GREATEST(COALESCE(fence, 0) + 1, " + nowMicros + ")), " +
+		"locked_by = ?, locked_at = UTC_TIMESTAMP(3), lock_until = TIMESTAMPADD(MICROSECOND, ?, UTC_TIMESTAMP(3)) " +
+		"WHERE name = ? AND lock_until <= UTC_TIMESTAMP(3) AND (last_success IS NULL OR last_success < ?)"
+	fireReleaseSQL = "UPDATE {t} SET last_success = GREATEST(COALESCE(last_success, 0), ?), " +
+		"lock_until = IF(TIMESTAMPADD(MICROSECOND, ?, locked_at) > UTC_TIMESTAMP(3), " +
+		"TIMESTAMPADD(MICROSECOND, ?, locked_at), UTC_TIMESTAMP(3)) WHERE name = ? AND locked_by = ?"
+	lastFireSQL = "SELECT last_success FROM {t} WHERE name = ?"
+)

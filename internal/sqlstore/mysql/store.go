@@ -56,6 +56,7 @@ type prepared struct {
 	fence                 bool                     // the table has the fence column: acquiring returns the token
 	batchTexts            []string                 // see batchTexts; prepared by the first batch
 	returning             bool                     // the batch upsert returns its rows (MariaDB)
+	fire                  sqlstore.Prepared        // CatchUp's statements (see fireTexts); nil without last_success
 }
 
 // New returns the store of table on db, for a provider whose owner is lockedBy.
@@ -114,9 +115,20 @@ func (s *Store) prepare(ctx context.Context) (*prepared, error) {
 	if err != nil {
 		return nil, err
 	}
+	var fire sqlstore.Prepared
+	if tbl.lastSuccess {
+		texts := fireTexts(tbl.fence)
+		for i, t := range texts {
+			texts[i] = sqlOf(t)
+		}
+		if fire, err = sqlstore.Prepare(ctx, s.db, s.table, texts...); err != nil {
+			_ = stmts.Close()
+			return nil, err
+		}
+	}
 	return &prepared{stmts: stmts, owned: sqlOf(ownedSQL), ownedUnexpired: sqlOf(ownedUnexpiredSQL),
 		nameCheck: tbl.nameCheck(), nameCol: tbl.name, sqlOf: sqlOf, fence: tbl.fence,
-		batchTexts: batchTexts(tbl, sqlOf, mariadb), returning: mariadb}, nil
+		batchTexts: batchTexts(tbl, sqlOf, mariadb), returning: mariadb, fire: fire}, nil
 }
 
 func (s *Store) exec(ctx context.Context, which int, args ...any) (bool, error) {
@@ -245,5 +257,5 @@ func (p *prepared) nameKey(name string, exact bool, weight sql.NullString) (stri
 // Close releases the prepared statements; the next use prepares them again.
 func (s *Store) Close() error {
 	return errors.Join(s.batch.Reset(func(bp *batchPrepared) error { return bp.stmts.Close() }),
-		s.setup.Reset(func(p *prepared) error { return p.stmts.Close() }))
+		s.setup.Reset(func(p *prepared) error { return errors.Join(p.stmts.Close(), p.fire.Close()) }))
 }

@@ -40,6 +40,7 @@ type tableInfo struct {
 	lockedBy                  column
 	padSpace                  bool // the name collation ignores trailing spaces
 	fence                     bool // the fence column of migration 0002 is there
+	lastSuccess               bool // the last_success column of migration 0003 is there
 }
 
 // splitTable splits "schema.table"; schema is nil (the connection's database)
@@ -104,6 +105,13 @@ func inspectTable(ctx context.Context, db *sql.DB, table string) (*tableInfo, er
 				"tokens are microseconds since 1970", lockerr.UnsafeStore, table, c)
 		}
 		t.fence = true
+	}
+	if c, ok := cols["last_success"]; ok {
+		if c.dataType != "bigint" {
+			return nil, fmt.Errorf("%w: table %s: column %s, want BIGINT, as migration 0003 adds it: fire "+
+				"times are milliseconds since 1970", lockerr.UnsafeStore, table, c)
+		}
+		t.lastSuccess = true
 	}
 	for _, c := range []column{t.lockUntil, t.lockedAt} {
 		if c.precision < 3 {

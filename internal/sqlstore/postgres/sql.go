@@ -30,7 +30,7 @@ const (
 	acquireSQL = "INSERT INTO {t} AS l (name, lock_until, locked_at, locked_by{fenceCol}) " +
 		"VALUES ($1, {nowUp} + $2::bigint * interval '1 millisecond', {now}, $3{fenceNew}) " +
 		"ON CONFLICT (name) DO UPDATE SET lock_until = EXCLUDED.lock_until, " +
-		"locked_at = EXCLUDED.locked_at, locked_by = EXCLUDED.locked_by{fenceSet} WHERE l.lock_until <= {now}" +
+		"locked_at = EXCLUDED.locked_at, locked_by = EXCLUDED.locked_by{fenceSet} WHERE l.lock_until <= {now}{fireCond}" +
 		proofSQL + "{fenceRet}"
 	// A batch (TryLockBatch) is the same upsert on many rows: the names,
 	// tokens and durations come as three array literals, each one text
@@ -113,6 +113,13 @@ const (
 //
 // With fence, the acquisitions write and return the fencing token too.
 func statementTexts(table string, instant, millis, fence bool) [4]string {
+	r := textReplacer(table, instant, millis, fence, "")
+	return [4]string{r.Replace(acquireSQL), r.Replace(releaseSQL), r.Replace(extendSQL), r.Replace(batchSQL)}
+}
+
+// textReplacer fills in a statement's placeholders (see statementTexts);
+// fireCond is the acquisition's further condition, for CatchUp's.
+func textReplacer(table string, instant, millis, fence bool, fireCond string) *strings.Replacer {
 	now := nowUTC
 	if instant {
 		now = nowInstant
@@ -129,8 +136,36 @@ func statementTexts(table string, instant, millis, fence bool) [4]string {
 		}
 		pairs = append(pairs, f[0], f[1])
 	}
-	r := strings.NewReplacer(pairs...)
-	return [4]string{r.Replace(acquireSQL), r.Replace(releaseSQL), r.Replace(extendSQL), r.Replace(batchSQL)}
+	pairs = append(pairs, "{fireCond}", fireCond)
+	return strings.NewReplacer(pairs...)
+}
+
+// CatchUp's statements, on a table with the last_success column (migration
+// 0003): the fire time, in milliseconds since 1970, of the lock's last run
+// that succeeded. They run only for CatchUp jobs. The acquisition is
+// acquireSQL's upsert, taking an existing row on the further condition that
+// its recorded fire time is older than the run's ($4), so that a fire time
+// that succeeded is never taken again; it makes a missing row itself, so
+// AddRow sends nothing. The release is releaseSQL's, and records the run's
+// fire time unless a later one is (GREATEST ignores a NULL).
+const (
+	fireCondSQL    = " AND (l.last_success IS NULL OR l.last_success < $4::bigint)"
+	fireReleaseSQL = "UPDATE {t} SET lock_until = GREATEST(locked_at + $1::bigint * interval '1 millisecond', {now}), " +
+		"last_success = GREATEST(last_success, $4::bigint) WHERE name = $2 AND locked_by = $3"
+	lastFireSQL = "SELECT last_success FROM {t} WHERE name = $1"
+)
+
+// Indexes of CatchUp's statements in fireTexts.
+const (
+	pgFireAcquire = iota
+	pgFireRelease
+	pgFireLast
+)
+
+// fireTexts are CatchUp's statements on table (see statementTexts).
+func fireTexts(table string, instant, millis, fence bool) [3]string {
+	r := textReplacer(table, instant, millis, fence, fireCondSQL)
+	return [3]string{r.Replace(acquireSQL), r.Replace(fireReleaseSQL), r.Replace(lastFireSQL)}
 }
 
 // Administration (see Admin). {now} is as above. EXTRACT(EPOCH FROM ...) of a

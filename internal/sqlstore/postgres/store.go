@@ -42,7 +42,9 @@ type prepared struct {
 	stmts      sqlstore.Prepared // the same but pgBatch, prepared; nil unless the store prepares
 	storedName string            // see NameKey
 	tbl        *tableInfo
-	oid        int64 // the table's, as acquire and extend return it
+	oid        int64             // the table's, as acquire and extend return it
+	fireTexts  [3]string         // CatchUp's statements (see fireTexts); empty without last_success
+	fireStmts  sqlstore.Prepared // the same, prepared; nil unless the store prepares
 }
 
 // New returns the store of table ("table" on the search_path, or
@@ -125,9 +127,18 @@ func (s *Store) firstUse(ctx context.Context) (*prepared, error) {
 	if !tbl.name.deterministic {
 		p.storedName = strings.ReplaceAll(storedNameSQL, "{t}", s.table)
 	}
+	if tbl.lastSuccess {
+		p.fireTexts = fireTexts(s.table, tbl.instant(), tbl.millis(), tbl.fence)
+	}
 	if s.prepare {
 		if p.stmts, err = sqlstore.Prepare(ctx, s.db, s.table, p.texts[:pgBatch]...); err != nil {
 			return nil, err
+		}
+		if tbl.lastSuccess {
+			if p.fireStmts, err = sqlstore.Prepare(ctx, s.db, s.table, p.fireTexts[:]...); err != nil {
+				_ = p.stmts.Close()
+				return nil, err
+			}
 		}
 	}
 	return p, nil
@@ -163,11 +174,17 @@ func (s *Store) prove(ctx context.Context, which int, token any, args ...any) (s
 	} else {
 		row = s.db.QueryRowContext(ctx, p.texts[which], args...)
 	}
+	return s.proveRow(p, row, which == pgAcquire && p.tbl.fence, token)
+}
+
+// proveRow reads what prove reads from row, the fencing token too when
+// fenced.
+func (s *Store) proveRow(p *prepared, row *sql.Row, fenced bool, token any) (sqlstore.Grant, error) {
 	var oid int64
 	var by string
 	var g sqlstore.Grant
 	dest := []any{&oid, &by}
-	if which == pgAcquire && p.tbl.fence {
+	if fenced {
 		dest = append(dest, &g.Fence)
 	}
 	switch err := row.Scan(dest...); {
@@ -267,5 +284,5 @@ func (s *Store) NameKey(ctx context.Context, name string) (string, error) {
 // table again.
 func (s *Store) Close() error {
 	return errors.Join(s.batch.Reset(func(bp *batchPrepared) error { return bp.stmt.Close() }),
-		s.setup.Reset(func(p *prepared) error { return p.stmts.Close() }))
+		s.setup.Reset(func(p *prepared) error { return errors.Join(p.stmts.Close(), p.fireStmts.Close()) }))
 }

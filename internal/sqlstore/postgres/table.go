@@ -75,6 +75,7 @@ type tableInfo struct {
 	name, lockUntil, lockedAt column
 	lockedBy                  column
 	fence                     bool // the fence column of migration 0002 is there
+	lastSuccess               bool // the last_success column of migration 0003 is there
 }
 
 // instant reports whether the time columns are timestamptz rather than
@@ -137,6 +138,13 @@ func inspectTable(ctx context.Context, db *sql.DB, table, encoding string) (*tab
 				"tokens are microseconds since 1970", lockerr.UnsafeStore, table, c)
 		}
 		t.fence = true
+	}
+	if c, ok := cols["last_success"]; ok {
+		if c.typ != "int8" {
+			return nil, fmt.Errorf("%w: table %s: column %s, want bigint, as migration 0003 adds it: fire "+
+				"times are milliseconds since 1970", lockerr.UnsafeStore, table, c)
+		}
+		t.lastSuccess = true
 	}
 	if t.lockUntil.typ != t.lockedAt.typ {
 		return nil, fmt.Errorf("%w: table %s: columns %s and %s differ; make both timestamp, as Java ShedLock's "+

@@ -88,3 +88,27 @@ const (
 	versionSQL  = "SELECT sqlite_version()"
 	settingsSQL = "SELECT b.timeout, j.journal_mode FROM pragma_busy_timeout AS b, pragma_journal_mode AS j"
 )
+
+// CatchUp's statements, on a table with the last_success column (migration
+// 0003): the fire time, in milliseconds since 1970, of the lock's last run
+// that succeeded. They run only for CatchUp jobs. addRowSQL makes a free row
+// for a name that has none; the acquisitions are updateSQL's, on the further
+// condition that the recorded fire time is older than the run's (the last ?),
+// so that a fire time that succeeded is never taken again; the release is
+// releaseSQL's, and records the run's fire time unless a later one is.
+const (
+	addRowSQL = "INSERT OR IGNORE INTO {t} (name, lock_until, locked_at, locked_by) " +
+		"VALUES (?, strftime('%Y-%m-%d %H:%M:%f', 'now'), strftime('%Y-%m-%d %H:%M:%f', 'now'), ?)"
+	fireCond      = " AND (last_success IS NULL OR last_success < ?)"
+	fireUpdateSQL = "UPDATE {t} SET lock_until = strftime('%Y-%m-%d %H:%M:%f', julianday('now') + ? / 86400000.0), " +
+		"locked_at = strftime('%Y-%m-%d %H:%M:%f', 'now'), locked_by = ? " +
+		"WHERE name = ? AND lock_until <= strftime('%Y-%m-%d %H:%M:%f', 'now')" + fireCond
+	fencedFireUpdateSQL = "UPDATE {t} SET lock_until = strftime('%Y-%m-%d %H:%M:%f', julianday('now') + ? / 86400000.0), " +
+		"locked_at = strftime('%Y-%m-%d %H:%M:%f', 'now'), locked_by = ?, " +
+		"fence = max(coalesce(fence, 0) + 1, " + nowMicros + ", ?) " +
+		"WHERE name = ? AND lock_until <= strftime('%Y-%m-%d %H:%M:%f', 'now')" + fireCond + " RETURNING fence"
+	fireReleaseSQL = "UPDATE {t} SET lock_until = max(strftime('%Y-%m-%d %H:%M:%f', julianday(locked_at) + ? / 86400000.0), " +
+		"strftime('%Y-%m-%d %H:%M:%f', 'now')), last_success = max(coalesce(last_success, 0), ?) " +
+		"WHERE name = ? AND locked_by = ?"
+	lastFireSQL = "SELECT last_success FROM {t} WHERE name = ?"
+)

@@ -45,6 +45,7 @@ type prepared struct {
 	stmts sqlstore.Prepared // by stmtInsert, stmtUpdate, stmtRelease, stmtExtend, stmtBatch
 	fence bool              // the table has the fence column: Insert and Update return it
 	batch bool              // SQLite has RETURNING: stmtBatch is prepared
+	fire  sqlstore.Prepared // CatchUp's statements (see fireTexts); nil without the last_success column
 }
 
 // New returns the store of table on db; log takes the warning about a pool not
@@ -123,7 +124,18 @@ func (s *Store) prepare(ctx context.Context) (*prepared, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &prepared{stmts: stmts, fence: fence, batch: returning}, nil
+	pr := &prepared{stmts: stmts, fence: fence, batch: returning}
+	if have[sqlstore.LastSuccessColumn] {
+		texts := fireTexts(fence)
+		for i, t := range texts {
+			texts[i] = s.sqlOf(t)
+		}
+		if pr.fire, err = sqlstore.Prepare(ctx, s.db, s.table, texts...); err != nil {
+			_ = stmts.Close()
+			return nil, err
+		}
+	}
+	return pr, nil
 }
 
 // hasReturning reports whether SQLite has RETURNING (3.35), which fencing
@@ -234,5 +246,5 @@ func (s *Store) NameKey(ctx context.Context, name string) (string, error) {
 
 // Close releases the prepared statements.
 func (s *Store) Close() error {
-	return s.setup.Reset(func(p *prepared) error { return p.stmts.Close() })
+	return s.setup.Reset(func(p *prepared) error { return errors.Join(p.stmts.Close(), p.fire.Close()) })
 }

@@ -131,3 +131,11 @@ func newTable(t testing.TB, db *sql.DB, migrationFiles ...string) string {
 	})
 	return name
 }
+
+// NewCatchUpTable is NewFencedTable with migration 0003 applied too: the table
+// has the last_success column that CatchUp jobs need.
+func NewCatchUpTable(t testing.TB, db *sql.DB) string {
+	t.Helper()
+	return newTable(t, db, "mysql/0001_create_shedlock.up.sql", "mysql/0002_add_fence.up.sql",
+		"mysql/0003_add_last_success.up.sql")
+}

@@ -121,3 +121,11 @@ func NewFencedPostgresTable(t testing.TB, db *sql.DB) string {
 	t.Helper()
 	return newTable(t, db, "postgres/0001_create_shedlock.up.sql", "postgres/0002_add_fence.up.sql")
 }
+
+// NewCatchUpPostgresTable is NewFencedPostgresTable with migration 0003
+// applied too: the table has the last_success column that CatchUp jobs need.
+func NewCatchUpPostgresTable(t testing.TB, db *sql.DB) string {
+	t.Helper()
+	return newTable(t, db, "postgres/0001_create_shedlock.up.sql", "postgres/0002_add_fence.up.sql",
+		"postgres/0003_add_last_success.up.sql")
+}

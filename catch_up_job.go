@@ -1,0 +1,223 @@
+package shedlock
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/robfig/cron/v3"
+)
+
+// fireOutcome is what one attempt at a fire time came to.
+type fireOutcome uint8
+
+const (
+	fireSucceeded fireOutcome = iota + 1 // the run succeeded here
+	fireDone                             // the store records the fire time (or a later one) as succeeded
+	fireOpen                             // failed, held elsewhere, or the store failed: check again
+)
+
+// outcomeOf reads an attempt's outcome from what run returned.
+func outcomeOf(ran bool, err error) fireOutcome {
+	if ran && err == nil {
+		return fireSucceeded
+	}
+	return fireOpen
+}
+
+// catchUpJob is the catch-up side of a Schedule'd job (see CatchUp): what this
+// instance knows of the job's latest fire time, and the goroutine that checks
+// it at start and after each retry delay.
+type catchUpJob struct {
+	j      *scheduledJob
+	fl     FireLocker
+	window time.Duration
+	retry  time.Duration
+	kick   chan struct{} // a fire's attempt changed the state: the checker re-arms
+	c      *cron.Cron
+	id     cron.EntryID
+
+	mu     sync.Mutex
+	fire   time.Time   // the latest fire time this instance has tried or checked
+	state  fireOutcome // what the last attempt or check at fire came to
+	wake   time.Time   // when the checker checks next; zero: not until a fire
+	judged time.Time   // the latest fire time judged missed or not, past its window
+	tried  time.Time   // the latest fire time this instance attempted, at its fire or at a check
+}
+
+// checkHorizon bounds how far back the checker looks for a fire time past its
+// window, to tell whether it was missed.
+const checkHorizon = 366 * 24 * time.Hour
+
+// start runs the checker until the executor stops or the entry leaves c.
+func (cj *catchUpJob) start() {
+	e := cj.j.e
+	e.mu.Lock()
+	if e.stopped {
+		e.mu.Unlock()
+		return
+	}
+	e.live++
+	e.mu.Unlock()
+	go func() {
+		defer func() {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			e.endLiveLocked()
+		}()
+		cj.loop()
+	}()
+}
+
+func (cj *catchUpJob) loop() {
+	base := cj.j.e.base
+	cj.check() // at start
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
+	for {
+		cj.mu.Lock()
+		wake := cj.wake
+		cj.mu.Unlock()
+		var at <-chan time.Time
+		if !wake.IsZero() {
+			t.Reset(time.Until(wake))
+			at = t.C
+		}
+		select {
+		case <-base.Done():
+			return
+		case <-cj.kick:
+			t.Stop()
+			continue
+		case <-at:
+		}
+		if !cj.c.Entry(cj.id).Valid() {
+			return
+		}
+		cj.check()
+	}
+}
+
+// fired is the attempt cron made at fire: the checker re-arms for it.
+func (cj *catchUpJob) fired(fire time.Time, o fireOutcome) {
+	cj.mu.Lock()
+	cj.fire, cj.state, cj.tried = fire, o, fire
+	cj.wake = cj.nextWakeLocked(time.Now())
+	cj.mu.Unlock()
+	select {
+	case cj.kick <- struct{}{}:
+	default:
+	}
+}
+
+// nextWakeLocked is when to check cj.fire again after what it came to: after
+// the retry delay, never past its window, unless it succeeded. cj.mu must be
+// held.
+func (cj *catchUpJob) nextWakeLocked(now time.Time) time.Time {
+	if cj.state != fireOpen {
+		return time.Time{}
+	}
+	return minTime(now.Add(cj.retry), cj.fire.Add(cj.window))
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// check runs the latest fire time due if it is inside its window and not known
+// to have succeeded; past its window, it judges whether it was missed.
+func (cj *catchUpJob) check() {
+	now := time.Now().In(cj.j.loc)
+	fire := latestFire(cj.j.schedule.Next, now, checkHorizon)
+	if fire.IsZero() { // none within a year: nothing to run until the next fire time
+		cj.mu.Lock()
+		cj.wake = time.Time{}
+		cj.mu.Unlock()
+		return
+	}
+	cj.mu.Lock()
+	if !fire.Equal(cj.fire) {
+		cj.fire, cj.state = fire, fireOpen
+	}
+	state := cj.state
+	cj.mu.Unlock()
+	o := state
+	switch {
+	case now.Sub(fire) >= cj.window:
+		cj.judge(fire, state)
+	case state == fireOpen:
+		o = cj.attempt(fire)
+	}
+	cj.mu.Lock()
+	if cj.fire.Equal(fire) {
+		cj.state = o
+		cj.wake = cj.nextWakeLocked(time.Now())
+		if now.Sub(fire) >= cj.window {
+			cj.wake = time.Time{} // the next fire time wakes it
+		}
+	}
+	cj.mu.Unlock()
+}
+
+// attempt runs fire's run now, as a catch-up run, unless the store records it
+// (or a later one) as succeeded.
+func (cj *catchUpJob) attempt(fire time.Time) fireOutcome {
+	if done, _ := cj.recorded(fire); done {
+		return fireDone
+	}
+	cj.mu.Lock()
+	cj.tried = fire
+	cj.mu.Unlock()
+	var ran bool
+	var err error
+	done := make(chan struct{})
+	go func() { // a runtime.Goexit in the task ends this goroutine, not the checker
+		defer close(done)
+		ran, err = cj.j.runAt(fire, true)
+	}()
+	<-done
+	return outcomeOf(ran, err)
+}
+
+// recorded reports whether the store records fire, or a later fire time, as
+// succeeded, and whether it records any fire time. A store error counts as
+// not recorded: the attempt that follows is conditional on the record anyway.
+func (cj *catchUpJob) recorded(fire time.Time) (done, any bool) {
+	e := cj.j.e
+	ctx, cancel := context.WithTimeout(e.base, e.attempts.timeout)
+	defer cancel()
+	last, ok, err := cj.fl.LastFire(ctx, cj.j.cfg.Name)
+	if err != nil {
+		if !errors.Is(err, context.Canceled) {
+			e.log.WarnContext(ctx, "shedlock: could not read the last fire time that succeeded", "lock", cj.j.cfg.Name, "error", err)
+		}
+		return false, true
+	}
+	return ok && !last.Before(fire.Truncate(time.Millisecond)), ok
+}
+
+// judge tells, once per fire time past its window, whether it was missed: no
+// run of it, or of a later one, succeeded. A job whose store records no fire
+// time at all has never succeeded anywhere, as a job just added: a fire time
+// before this instance tried one is not reported then, only one it tried.
+func (cj *catchUpJob) judge(fire time.Time, state fireOutcome) {
+	cj.mu.Lock()
+	seen := !cj.judged.Before(fire)
+	cj.judged = fire
+	tried := cj.tried.Equal(fire)
+	cj.mu.Unlock()
+	if seen || state != fireOpen {
+		return
+	}
+	if done, any := cj.recorded(fire); done || (!any && !tried) {
+		return
+	}
+	e := cj.j.e
+	e.log.WarnContext(e.base, "shedlock: missed fire time: no run of it succeeded within its catch-up window",
+		"lock", cj.j.cfg.Name, "fire_time", fire, "window", cj.window)
+	e.emit(e.base, Event{Kind: EventMissedFireTime, Config: cj.j.cfg, FireTime: fire}, time.Time{})
+}

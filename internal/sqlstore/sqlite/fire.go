@@ -1,0 +1,102 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	"github.com/shedlock-go/shedlock/internal/sqlstore"
+)
+
+// Indexes of CatchUp's statements in prepared.fire.
+const (
+	fireAddRow = iota
+	fireUpdate
+	fireRelease
+	fireLast
+)
+
+var _ sqlstore.FireStore = (*Store)(nil)
+
+// fireTexts are CatchUp's statements, prepared with the others on a table
+// that has the last_success column.
+func fireTexts(fence bool) []string {
+	update := fireUpdateSQL
+	if fence {
+		update = fencedFireUpdateSQL
+	}
+	return []string{addRowSQL, update, fireReleaseSQL, lastFireSQL}
+}
+
+// fireStmts returns CatchUp's statements, or the error that names the
+// migration when the table has no last_success column.
+func (s *Store) fireStmts(ctx context.Context) (*prepared, error) {
+	p, err := s.setup.Get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if p.fire == nil {
+		return nil, sqlstore.NoLastSuccess(s.tableName, "sqlite")
+	}
+	return p, nil
+}
+
+// AddRow makes the name's row, free, if it has none.
+func (s *Store) AddRow(ctx context.Context, a sqlstore.Args) error {
+	p, err := s.fireStmts(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = p.fire[fireAddRow].ExecContext(ctx, a.Name, a.Token)
+	return err
+}
+
+// AcquireFire takes the row if its lock has run out and its recorded fire
+// time is older than fire.
+func (s *Store) AcquireFire(ctx context.Context, a sqlstore.Args, mostFor time.Duration, fire int64) (sqlstore.Grant, error) {
+	p, err := s.fireStmts(ctx)
+	if err != nil {
+		return sqlstore.Grant{}, err
+	}
+	st := p.fire[fireUpdate]
+	if !p.fence {
+		ok, err := sqlstore.Changed(st.ExecContext(ctx, mostFor.Milliseconds(), a.Token, a.Name, fire))
+		return sqlstore.Grant{OK: ok}, err
+	}
+	var g sqlstore.Grant
+	switch err := st.QueryRowContext(ctx, mostFor.Milliseconds(), a.Token, hostMicros(), a.Name, fire).Scan(&g.Fence); {
+	case errors.Is(err, sql.ErrNoRows):
+		return sqlstore.Grant{}, nil
+	case err != nil:
+		return sqlstore.Grant{}, err
+	}
+	g.OK = true
+	return g, nil
+}
+
+// ReleaseFire ends the token's lock, keeping it until leastFor after it was
+// taken, and records fire unless a later fire time is recorded.
+func (s *Store) ReleaseFire(ctx context.Context, a sqlstore.Args, leastFor time.Duration, fire int64) (bool, error) {
+	p, err := s.fireStmts(ctx)
+	if err != nil {
+		return false, err
+	}
+	return sqlstore.Changed(p.fire[fireRelease].ExecContext(ctx, leastFor.Milliseconds(), fire, a.Name, a.Token))
+}
+
+// LastFire reads the fire time recorded for name.
+func (s *Store) LastFire(ctx context.Context, name any) (int64, bool, error) {
+	p, err := s.fireStmts(ctx)
+	if err != nil {
+		return 0, false, err
+	}
+	var v sql.NullInt64
+	switch err := p.fire[fireLast].QueryRowContext(ctx, name).Scan(&v); {
+	case errors.Is(err, sql.ErrNoRows):
+		return 0, false, nil
+	case err != nil:
+		return 0, false, err
+	}
+	return v.Int64, v.Valid, nil
+}

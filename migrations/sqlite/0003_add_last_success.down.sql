@@ -1,0 +1,1 @@
+ALTER TABLE shedlock DROP COLUMN last_success;

@@ -1,0 +1,1 @@
+ALTER TABLE shedlock ADD COLUMN last_success BIGINT;
