@@ -1,7 +1,7 @@
 GO ?= go
 export GO
 
-.PHONY: test servers fmt demo bench bench-herd chaos lint release-check oldest-go tidy
+.PHONY: test servers fmt demo bench bench-herd chaos chaos-etcd lint release-check oldest-go tidy
 
 ## test: start the test servers (or say what to install), gofmt, then every module
 ## in go.work: vet, tests (-race where it can find something), each benchmark once,
@@ -42,6 +42,12 @@ bench-herd:
 chaos:
 	cd chaos && $(GO) test -race -count=1 -run '^TestChaosShort' -v .
 	$(GO) run ./chaos/cmd/shedlock-chaos $(CHAOS_FLAGS)
+
+## chaos-etcd: 4 worker processes contend for 3 names on a private three-member etcd
+## cluster for 60 s while the leader member is SIGKILLed and restarted twice and one
+## worker's connections are reset: 0 lost updates, 0 overlaps (make test runs 12 s)
+chaos-etcd:
+	cd integration && $(GO) test -race -count=1 -run '^TestEtcdChaos$$' -v ./etcd -etcd.chaos=60s
 
 ## release-check: a test release on a clone, installed from a file-based module proxy
 release-check:

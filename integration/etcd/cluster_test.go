@@ -7,8 +7,8 @@ package etcd_test
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -33,6 +33,9 @@ var shared struct {
 }
 
 func TestMain(m *testing.M) {
+	if spec := os.Getenv(workerEnv); spec != "" {
+		os.Exit(chaosWorker(spec))
+	}
 	code := m.Run()
 	if shared.c != nil {
 		_ = shared.c.Close()
