@@ -8,7 +8,7 @@ export GO
 ## the short chaos check; the release check and the oldest-Go check; a summary of
 ## passed, failed and skipped tests per module. A test skipped for want of a
 ## server fails the run unless SHEDLOCK_SKIP_STORES names its store (mysql,
-## postgres, redis, pgbouncer, galera). One module: scripts/test ./integration
+## postgres, redis, pgbouncer, galera, etcd). One module: scripts/test ./integration
 test:
 	scripts/test
 

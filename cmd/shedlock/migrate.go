@@ -11,8 +11,11 @@ func migrate(ctx context.Context, c config, args []string, _ io.Reader, stdout, 
 	if len(args) > 0 {
 		return usageError{fmt.Sprintf("migrate takes no arguments, got %q", args)}
 	}
-	if c.store == storeRedis {
+	switch c.store {
+	case storeRedis:
 		return usageError{"migrate: Redis needs no table; its locks are keys job-lock:<env>:<name>"}
+	case storeEtcd:
+		return usageError{"migrate: etcd needs no table; its locks are keys shedlock:<env>:<name>"}
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()

@@ -38,6 +38,8 @@ func openStore(ctx context.Context, c config, create bool) (store, error) {
 	switch c.store {
 	case storeRedis:
 		return openRedis(ctx, c)
+	case storeEtcd:
+		return openEtcd(ctx, c)
 	default:
 		return openSQL(ctx, c, create)
 	}
