@@ -38,7 +38,7 @@ bench-herd:
 
 ## chaos: the short multi-process check on every store (make test runs MariaDB's),
 ## then the long run with kills and faults; locks in MariaDB unless told
-## otherwise: make chaos CHAOS_FLAGS='-store postgres' (or redis, sqlite)
+## otherwise: make chaos CHAOS_FLAGS='-store postgres' (or redis, sqlite, etcd)
 chaos:
 	cd chaos && $(GO) test -race -count=1 -run '^TestChaosShort' -v .
 	$(GO) run ./chaos/cmd/shedlock-chaos $(CHAOS_FLAGS)
