@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/shedlock-go/shedlock/chaos"
+	"github.com/shedlock-go/shedlock/internal/testkit/etcdcluster"
 	"github.com/shedlock-go/shedlock/internal/testkit/testdb"
 )
 
@@ -40,6 +41,14 @@ func TestChaosShortPostgres(t *testing.T) {
 // The same with the locks in Redis (an env of the run's own on the test server).
 func TestChaosShortRedis(t *testing.T) {
 	chaosShort(t, chaos.Redis, testdb.RedisAddr)
+}
+
+// The same with the locks in a private three-member etcd cluster (an env of
+// the run's own).
+func TestChaosShortEtcd(t *testing.T) {
+	chaosShort(t, chaos.Etcd, func(t testing.TB) string {
+		return strings.Join(etcdcluster.New(t, 3).Endpoints(), ",")
+	})
 }
 
 // The same with the locks in a SQLite file that the five processes share.
@@ -80,7 +89,7 @@ func chaosShort(t *testing.T, store chaos.Store, storeDSN func(testing.TB) strin
 		WorkMax:        400 * time.Millisecond,
 	}
 	const pods = 5
-	slack := 2 * time.Second // two shared cores, the race detector, other tests
+	slack := 2*time.Second + store.Slack() // two shared cores, the race detector, other tests; the store's own rounding
 	logDir := t.TempDir()
 	events, end, err := chaos.Supervise(ctx, chaos.SupervisorConfig{
 		Spec: chaos.PodSpec{Params: params, DSN: testdb.MySQLDSN(t), Journal: journal,

@@ -10,8 +10,11 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 
 	"github.com/shedlock-go/shedlock"
+	"github.com/shedlock-go/shedlock/shedlocketcd"
 	"github.com/shedlock-go/shedlock/shedlockredis"
 )
 
@@ -83,6 +86,9 @@ func openPodStore(spec PodSpec, log *slog.Logger) (*podStore, error) {
 		}
 		return s, nil
 	}
+	if spec.Store == Etcd {
+		return openEtcdPodStore(s, spec, direct, through)
+	}
 	lockDB, err := spec.Store.open(through)
 	if err != nil {
 		return nil, err
@@ -131,6 +137,54 @@ func openPodStore(spec PodSpec, log *slog.Logger) (*podStore, error) {
 		return time.Duration(us)*time.Microsecond - storeResolution, true, nil
 	}
 	return s, nil
+}
+
+// openEtcdPodStore is openPodStore for etcd: a client for the locks (through
+// the proxy, if any) and one direct. The time left is the lease's, which etcd
+// reports in whole seconds rounded up: less a second, it is never more than
+// what the lock had left.
+func openEtcdPodStore(s *podStore, spec PodSpec, direct, through string) (*podStore, error) {
+	dc, err := newEtcdClient(direct)
+	if err != nil {
+		return nil, err
+	}
+	s.closers = append(s.closers, dc.Close)
+	lc, err := newEtcdClient(through)
+	if err != nil {
+		return nil, errors.Join(err, s.Close())
+	}
+	s.closers = append(s.closers, lc.Close)
+	p, err := shedlocketcd.NewProvider(lc, shedlocketcd.WithEnv(spec.Table), shedlocketcd.WithLockedBy(spec.Pod))
+	if err != nil {
+		return nil, errors.Join(err, s.Close())
+	}
+	s.provider = p
+	s.timeLeft = func(ctx context.Context, job string) (time.Duration, bool, error) {
+		r, err := dc.Get(ctx, p.Key(job))
+		if err != nil || len(r.Kvs) == 0 {
+			return 0, false, err
+		}
+		ttl, err := dc.TimeToLive(ctx, clientv3.LeaseID(r.Kvs[0].Lease))
+		if err != nil {
+			return 0, false, err
+		}
+		if ttl.TTL < 0 {
+			return 0, false, nil // the lease has ended; the key is about to go
+		}
+		return time.Duration(ttl.TTL)*time.Second - time.Second, true, nil
+	}
+	return s, nil
+}
+
+// newEtcdClient is a client on endpoints (comma-separated URLs) whose dead
+// connections are found within seconds.
+func newEtcdClient(endpoints string) (*clientv3.Client, error) {
+	c, err := clientv3.New(clientv3.Config{Endpoints: strings.Split(endpoints, ","), DialTimeout: time.Second,
+		DialKeepAliveTime: time.Second, DialKeepAliveTimeout: time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		return nil, fmt.Errorf("chaos: etcd client on %s: %w", endpoints, err)
+	}
+	return c, nil
 }
 
 // clientOptions are a pod's Redis client settings: a context's deadline ends a

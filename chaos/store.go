@@ -13,9 +13,11 @@ import (
 	"github.com/go-sql-driver/mysql"
 	_ "github.com/jackc/pgx/v5/stdlib" // driver "pgx"
 	"github.com/redis/go-redis/v9"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	_ "modernc.org/sqlite" // driver "sqlite"
 
 	"github.com/shedlock-go/shedlock"
+	"github.com/shedlock-go/shedlock/shedlocketcd"
 	"github.com/shedlock-go/shedlock/shedlockredis"
 )
 
@@ -29,10 +31,11 @@ const (
 	Postgres Store = "postgres" // a postgres:// URL for pgx; Table is the lock table
 	Redis    Store = "redis"    // host:port; Table is the env of the keys, job-lock:<env>:<name>
 	SQLite   Store = "sqlite"   // a file path; Table is the lock table
+	Etcd     Store = "etcd"     // endpoints, comma-separated URLs; Table is the env of the keys, shedlock:<env>:<name>
 )
 
 // Stores are every Store, in the order of the flag's help.
-var Stores = []Store{MySQL, Postgres, Redis, SQLite}
+var Stores = []Store{MySQL, Postgres, Redis, SQLite, Etcd}
 
 // ParseStore returns the Store named s.
 func ParseStore(s string) (Store, error) {
@@ -40,6 +43,17 @@ func ParseStore(s string) (Store, error) {
 		return Store(s), nil
 	}
 	return "", fmt.Errorf("chaos: unknown store %q (want one of %v)", s, Stores)
+}
+
+// Slack is what the store itself adds to when a lock is free again, beyond
+// what its holder asked: etcd's leases are whole seconds, at least its
+// minimum TTL (2s at its defaults: a LockAtLeastFor of 100ms holds 2s), and
+// its leader looks for ended leases every 500ms. The others keep milliseconds.
+func (s Store) Slack() time.Duration {
+	if s == Etcd {
+		return 2500 * time.Millisecond
+	}
+	return 0
 }
 
 // Networked reports whether pods reach the store over TCP, so that a fault proxy
@@ -50,6 +64,20 @@ func (s Store) Networked() bool { return s != SQLite }
 // env is the run's own) and returns a function that drops it, or deletes the
 // env's keys.
 func (s Store) Prepare(ctx context.Context, dsn, table string) (cleanup func() error, err error) {
+	if s == Etcd {
+		c, err := newEtcdClient(dsn)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := c.Get(ctx, "health"); err != nil {
+			return nil, errors.Join(fmt.Errorf("chaos: etcd at %s: %w", dsn, err), c.Close())
+		}
+		return func() error {
+			defer c.Close()
+			_, err := c.Delete(context.Background(), shedlocketcd.KeyPrefix+":"+table+":", clientv3.WithPrefix())
+			return err
+		}, nil
+	}
 	if s == Redis {
 		c := redis.NewClient(&redis.Options{Addr: dsn})
 		if err := c.Ping(ctx).Err(); err != nil {
@@ -132,6 +160,13 @@ func (s Store) Addr(dsn string) (string, error) {
 		return u.Host, nil
 	case Redis:
 		return dsn, nil
+	case Etcd:
+		first, _, _ := strings.Cut(dsn, ",")
+		u, err := url.Parse(first)
+		if err != nil {
+			return "", fmt.Errorf("chaos: %w", err)
+		}
+		return u.Host, nil
 	}
 	return "", fmt.Errorf("chaos: %s is not reached over the network", s)
 }
@@ -161,6 +196,9 @@ func (s Store) Via(dsn, addr string) (string, error) {
 		return u.String(), nil
 	case Redis:
 		return addr, nil
+	case Etcd:
+		// The first member only, through the proxy: a fault cuts the pod off.
+		return "http://" + addr, nil
 	}
 	return "", fmt.Errorf("chaos: %s is not reached over the network", s)
 }

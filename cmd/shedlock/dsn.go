@@ -14,7 +14,11 @@ const (
 	storePostgres = "postgres"
 	storeSQLite   = "sqlite"
 	storeRedis    = "redis"
+	storeEtcd     = "etcd"
 )
+
+// keyed reports a store whose locks are keys under an env, not rows of a table.
+func keyed(store string) bool { return store == storeRedis || store == storeEtcd }
 
 // storeNames maps every accepted -store spelling to its store.
 var storeNames = map[string]string{
@@ -22,6 +26,7 @@ var storeNames = map[string]string{
 	"postgres": storePostgres, "postgresql": storePostgres, "pg": storePostgres,
 	"sqlite": storeSQLite, "sqlite3": storeSQLite,
 	"redis": storeRedis,
+	"etcd":  storeEtcd,
 }
 
 // resolveStore returns the store to open: the one -store names, else the one
@@ -31,13 +36,13 @@ func resolveStore(flagStore, dsn string) (string, error) {
 	inferred, why := inferStore(dsn)
 	if flagStore == "" {
 		if inferred == "" {
-			return "", usageError{fmt.Sprintf("cannot tell the store from -dsn %s: give -store mysql, postgres, sqlite or redis", quoteDSN(dsn))}
+			return "", usageError{fmt.Sprintf("cannot tell the store from -dsn %s: give -store mysql, postgres, sqlite, redis or etcd", quoteDSN(dsn))}
 		}
 		return inferred, nil
 	}
 	store, ok := storeNames[strings.ToLower(flagStore)]
 	if !ok {
-		return "", usageError{fmt.Sprintf("-store %q: want mysql, postgres (or pg), sqlite or redis", flagStore)}
+		return "", usageError{fmt.Sprintf("-store %q: want mysql, postgres (or pg), sqlite, redis or etcd", flagStore)}
 	}
 	// A URL scheme is certain; the other signs are guesses, which -store overrides.
 	if inferred != "" && inferred != store && why == "scheme" {
@@ -56,6 +61,8 @@ func inferStore(dsn string) (store, why string) {
 			return storePostgres, "scheme"
 		case "redis", "rediss":
 			return storeRedis, "scheme"
+		case "etcd", "etcds":
+			return storeEtcd, "scheme"
 		case "file":
 			return storeSQLite, "scheme"
 		}

@@ -23,6 +23,9 @@ func TestResolveStore(t *testing.T) {
 		{"", "POSTGRES://root@db/app", storePostgres, ""},
 		{"", "redis://:secret@cache:6379/0", storeRedis, ""},
 		{"", "rediss://cache:6380", storeRedis, ""},
+		{"", "etcd://etcd-0:2379,etcd-1:2379", storeEtcd, ""},
+		{"", "etcds://etcd-0:2379", storeEtcd, ""},
+		{"etcd", "redis://cache:6379", "", "-store etcd, but -dsn is a redis URL"},
 		{"", "file:/var/lib/app/app.db?mode=rw", storeSQLite, ""},
 		{"", "/var/lib/app/app.db", storeSQLite, ""},
 		{"", "app.sqlite3", storeSQLite, ""},
@@ -39,7 +42,7 @@ func TestResolveStore(t *testing.T) {
 		{"sqlite3", "app@tcp(db:3306)/app", storeSQLite, ""}, // a guess: -store wins
 		{"mysql", "postgres://db/app", "", "-store mysql, but -dsn is a postgres URL"},
 		{"redis", "postgresql://db/app", "", "-store redis, but -dsn is a postgres URL"},
-		{"oracle", "x", "", `-store "oracle": want mysql, postgres (or pg), sqlite or redis`},
+		{"oracle", "x", "", `-store "oracle": want mysql, postgres (or pg), sqlite, redis or etcd`},
 	} {
 		got, err := resolveStore(tc.flag, tc.dsn)
 		if tc.err != "" {
@@ -78,4 +81,25 @@ func TestStoreFromDSN(t *testing.T) {
 	r := runCLI(t, "", "list", "-dsn", rd.flags[3], "-env", rd.name)
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Equal(t, "no locks in env "+rd.name+"\n", r.stdout)
+}
+
+// An etcd DSN is its endpoints, comma-separated, with TLS for etcds:// and a
+// user and password when given.
+func TestEtcdEndpoints(t *testing.T) {
+	t.Parallel()
+	cfg, err := etcdEndpoints("etcd://etcd-0:2379,etcd-1:2380")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"http://etcd-0:2379", "http://etcd-1:2380"}, cfg.Endpoints)
+	assert.Nil(t, cfg.TLS)
+	cfg, err = etcdEndpoints("etcds://ops:s%40cret@etcd-0:2379")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"https://etcd-0:2379"}, cfg.Endpoints)
+	assert.NotNil(t, cfg.TLS)
+	assert.Equal(t, "ops", cfg.Username)
+	assert.Equal(t, "s@cret", cfg.Password)
+	for _, bad := range []string{"etcd://a:1,,b:2", "redis://cache:6379"} {
+		_, err := etcdEndpoints(bad)
+		var ue usageError
+		assert.ErrorAs(t, err, &ue, bad)
+	}
 }

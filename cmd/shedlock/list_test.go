@@ -93,7 +93,7 @@ func TestList(t *testing.T) {
 		at, until := parseUTC(t, held["LOCKED AT (UTC)"]), parseUTC(t, held["LOCK UNTIL (UTC)"])
 		assert.True(t, at.After(before) && at.Before(after), "locked at %v is now", at)
 		assertHeldFor(t, tbl, 10*time.Minute, at, until)
-		assert.Regexp(t, "^"+regexp.QuoteMeta(a.LockedBy())+`[.:][-\w.]+$`, held["LOCKED BY"])
+		assert.Regexp(t, "^"+regexp.QuoteMeta(a.LockedBy())+`[.:#][-\w.]+$`, held["LOCKED BY"])
 	})
 }
 

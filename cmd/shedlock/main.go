@@ -1,5 +1,5 @@
 // Command shedlock shows and clears the locks of a shedlock table or of
-// shedlockredis's keys, for operators: list them, watch them, free one whose
+// shedlockredis's or shedlocketcd's keys, for operators: list them, watch them, free one whose
 // holder is dead, create the table.
 //
 //	go install github.com/shedlock-go/shedlock/cmd/shedlock@latest
@@ -8,9 +8,10 @@
 //	shedlock -dsn postgres://app@db:5432/app watch
 //	shedlock -dsn /var/lib/app/app.db unlock outboxPollJob
 //	shedlock -dsn redis://cache:6379/0 -env prod list
+//	shedlock -dsn etcd://etcd-0:2379,etcd-1:2379 -env prod list
 //
 // The store is told from the DSN (or given with -store: mysql, postgres or pg,
-// sqlite, redis); the DSN, the table and the Redis env come from flags or from
+// sqlite, redis, etcd); the DSN, the table and the Redis or etcd env come from flags or from
 // SHEDLOCK_DSN, SHEDLOCK_TABLE and SHEDLOCK_ENV. Names and holders that hold
 // control characters are printed quoted, so that nothing written into the
 // store can rewrite the terminal. Run shedlock -h for the rest. Exit status: 0

@@ -27,11 +27,13 @@ Flags (before or after the command):
                   postgres  postgres://user:password@host:5432/database
                   sqlite    a file path, opened read-write and never created except by migrate
                   redis     redis://:password@host:6379/0
-  -store S      mysql (also MariaDB), postgres (pg), sqlite or redis; $SHEDLOCK_STORE,
-                else told from -dsn: postgres:// or postgresql://, redis:// or rediss://,
+                  etcd      etcd://host:2379,host:2379 (etcds:// for TLS, user:password@ if set)
+  -store S      mysql (also MariaDB), postgres (pg), sqlite, redis or etcd; $SHEDLOCK_STORE,
+                else told from -dsn: postgres:// or postgresql://, redis:// or rediss://, etcd://,
                 file: or a path to a file (or ending in .db), else a MySQL DSN
   -table T      mysql, postgres, sqlite: the lock table; $SHEDLOCK_TABLE, else shedlock
-  -env E        redis: the env of the keys, job-lock:<env>:<name> (shedlockredis.WithEnv);
+  -env E        redis, etcd: the env of the keys, job-lock:<env>:<name> (shedlockredis.WithEnv),
+                shedlock:<env>:<name> (shedlocketcd.WithEnv);
                 $SHEDLOCK_ENV, else default
   -timeout D    limit on each command's work with the store (default 10s)
   -json         list: print JSON instead of a table
@@ -158,9 +160,11 @@ func (c *config) check() error {
 	switch {
 	case store == storeRedis && c.set["table"]:
 		return usageError{"-table: Redis has no table; its locks are keys job-lock:<env>:<name> (-env)"}
-	case store != storeRedis && c.set["env"]:
-		return usageError{fmt.Sprintf("-env: only for redis; %s locks are in a table (-table)", store)}
-	case store == storeRedis && (c.env == "" || strings.Contains(c.env, ":")):
+	case store == storeEtcd && c.set["table"]:
+		return usageError{"-table: etcd has no table; its locks are keys shedlock:<env>:<name> (-env)"}
+	case !keyed(store) && c.set["env"]:
+		return usageError{fmt.Sprintf("-env: only for redis and etcd; %s locks are in a table (-table)", store)}
+	case keyed(store) && (c.env == "" || strings.Contains(c.env, ":")):
 		return usageError{fmt.Sprintf("-env %q: must be non-empty and without ':'", c.env)}
 	}
 	return nil

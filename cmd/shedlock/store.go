@@ -36,6 +36,7 @@ func storeKinds() map[string]storeKind {
 	return map[string]storeKind{
 		storeMySQL: sqlKind, storePostgres: sqlKind, storeSQLite: sqlKind,
 		storeRedis: {open: openRedis, noTable: "Redis needs no table; its locks are keys job-lock:<env>:<name>"},
+		storeEtcd:  {open: openEtcd, noTable: "etcd needs no table; its locks are keys shedlock:<env>:<name>"},
 	}
 }
 
@@ -44,7 +45,7 @@ func storeKinds() map[string]storeKind {
 func openStore(ctx context.Context, c config, create bool) (*store, error) {
 	kind, ok := storeKinds()[c.store]
 	if !ok {
-		return nil, usageError{fmt.Sprintf("-store %q: want mysql, postgres, sqlite or redis", c.store)}
+		return nil, usageError{fmt.Sprintf("-store %q: want mysql, postgres, sqlite, redis or etcd", c.store)}
 	}
 	return kind.open(ctx, c, create)
 }

@@ -8,11 +8,14 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/shedlock-go/shedlock"
+	"github.com/shedlock-go/shedlock/shedlocketcd"
 	"github.com/shedlock-go/shedlock/shedlockredis"
 )
 
@@ -29,6 +32,8 @@ type testTable struct {
 	where string   // what the command calls it: "table <name>", "env <name>"
 	flags []string // -store, -dsn and -table (or -env) for it
 	pod   func(t *testing.T) pod
+	// keyPrefix begins the keys of a store whose locks are keys (Redis, etcd).
+	keyPrefix string
 	// keepsFree is whether a released lock stays listed, as a row that is not
 	// held: SQL tables keep the row, Redis deletes the key.
 	keepsFree bool
@@ -111,7 +116,7 @@ func redisTable(t *testing.T) testTable {
 		}
 	})
 	return testTable{
-		name: env, where: "env " + env,
+		name: env, where: "env " + env, keyPrefix: prefix,
 		flags: []string{"-store", "redis", "-dsn", url, "-env", env},
 		pod: func(t *testing.T) pod {
 			p, err := shedlockredis.NewProvider(client, shedlockredis.WithEnv(env), shedlockredis.WithLockedBy("pod"))
@@ -131,6 +136,38 @@ func redisTable(t *testing.T) testTable {
 	}
 }
 
+func etcdTable(t *testing.T) testTable {
+	url := etcdURL(t)
+	client, err := clientv3.New(clientv3.Config{Endpoints: []string{"http://" + strings.TrimPrefix(url, "etcd://")}, DialTimeout: 5 * time.Second})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = client.Close() })
+	env := uniqueName("cli_")
+	prefix := shedlocketcd.KeyPrefix + ":" + env + ":"
+	t.Cleanup(func() { _, _ = client.Delete(context.Background(), prefix, clientv3.WithPrefix()) })
+	return testTable{
+		name: env, where: "env " + env, keyPrefix: prefix,
+		flags: []string{"-store", "etcd", "-dsn", url, "-env", env},
+		pod: func(t *testing.T) pod {
+			p, err := shedlocketcd.NewProvider(client, shedlocketcd.WithEnv(env), shedlocketcd.WithLockedBy("pod"))
+			require.NoError(t, err)
+			return p
+		},
+		free: func(t *testing.T, name string) {
+			_, err := client.Delete(context.Background(), prefix+name)
+			require.NoError(t, err)
+		},
+		setHolder: func(t *testing.T, name, holder string) {
+			ctx := context.Background()
+			r, err := client.Get(ctx, prefix+name)
+			require.NoError(t, err)
+			require.Len(t, r.Kvs, 1)
+			at, _, _ := strings.Cut(string(r.Kvs[0].Value), "@")
+			_, err = client.Put(ctx, prefix+name, at+"@"+holder, clientv3.WithIgnoreLease())
+			require.NoError(t, err)
+		},
+	}
+}
+
 func sqlFree(open func(t *testing.T) (shedlock.Admin, error)) func(t *testing.T, name string) {
 	return func(t *testing.T, name string) {
 		admin, err := open(t)
@@ -144,6 +181,7 @@ func sqlFree(open func(t *testing.T) (shedlock.Admin, error)) func(t *testing.T,
 func tables() map[string]func(t *testing.T) testTable {
 	return map[string]func(t *testing.T) testTable{
 		"mysql": mysqlTable, "postgres": postgresTable, "sqlite": sqliteTable, "redis": redisTable,
+		"etcd": etcdTable,
 	}
 }
 
@@ -196,9 +234,11 @@ func (b *syncBuffer) String() string {
 }
 
 // ownedBy reports whether the holder by is an acquisition of p: the SQL
-// providers write owner#suffix.N, shedlockredis owner:token-N.
+// providers write owner#suffix.N, shedlockredis owner:token-N, shedlocketcd
+// owner#token.N.
 func ownedBy(by string, p pod) bool {
-	return strings.HasPrefix(by, p.LockedBy()+".") || strings.HasPrefix(by, p.LockedBy()+":")
+	return strings.HasPrefix(by, p.LockedBy()+".") || strings.HasPrefix(by, p.LockedBy()+":") ||
+		strings.HasPrefix(by, p.LockedBy()+"#")
 }
 
 // take takes cfg's lock on p.

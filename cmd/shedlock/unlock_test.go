@@ -112,7 +112,7 @@ func TestUnlockNotHeld(t *testing.T) {
 				assert.Equal(t, 1, r.code)
 				assert.Empty(t, r.stdout)
 				assert.Equal(t, `shedlock unlock: no such lock: "cleanupJob" in env `+tbl.name+
-					` (no key job-lock:`+tbl.name+`:cleanupJob: nobody holds it)`+"\n", r.stderr)
+					` (no key `+tbl.keyPrefix+`cleanupJob: nobody holds it)`+"\n", r.stderr)
 				continue
 			}
 			require.Equal(t, 0, r.code, r.stderr)

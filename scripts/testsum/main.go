@@ -5,7 +5,7 @@
 //
 // A test skipped for want of a server is a failure: `make test` passes only
 // when its tests ran. It is allowed only for a store that SHEDLOCK_SKIP_STORES
-// names (a comma-separated list of mysql, postgres, redis, pgbouncer, galera),
+// names (a comma-separated list of mysql, postgres, redis, pgbouncer, galera, etcd),
 // which the user sets to leave that store out; a skip whose reason names no
 // store is a failure too, unless testsum runs with -short. The last line is
 // "total: N passed, N failed, N skipped".
@@ -68,6 +68,7 @@ var stores = []struct {
 	{"redis", regexp.MustCompile(`(?i)redis`)},
 	{"pgbouncer", regexp.MustCompile(`(?i)pgbouncer`)},
 	{"galera", regexp.MustCompile(`(?i)galera`)},
+	{"etcd", regexp.MustCompile(`(?i)etcd`)},
 }
 
 func main() {
@@ -240,7 +241,7 @@ func report(w io.Writer, mods []*module, allowed map[string]bool) (failed bool) 
 		}
 		slices.Sort(left)
 		fmt.Fprintf(w, "\n%d tests skipped for want of a server, and count as failed: start the servers (scripts/servers)\n"+
-			"or leave a store out with SHEDLOCK_SKIP_STORES=mysql,postgres,redis,pgbouncer,galera (now %q).\n",
+			"or leave a store out with SHEDLOCK_SKIP_STORES=mysql,postgres,redis,pgbouncer,galera,etcd (now %q).\n",
 			badSkips, strings.Join(left, ","))
 	}
 	fmt.Fprintf(w, "\ntotal: %d passed, %d failed, %d skipped\n", passed, failedTests, skipped)

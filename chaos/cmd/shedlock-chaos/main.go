@@ -12,6 +12,8 @@
 //	postgres  a private PostgreSQL cluster, restarted mid-run; or -store-dsn
 //	redis     a private redis-server, never restarted; or -store-dsn
 //	sqlite    a file that every pod opens; no network, no restart
+//	etcd      a private three-member cluster, its leader SIGKILLed and restarted
+//	          mid-run; or -store-dsn (endpoints, comma-separated URLs)
 //
 //	go run ./cmd/shedlock-chaos -duration 5m -pods 5 -store postgres
 package main
@@ -28,12 +30,14 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
 	_ "github.com/go-sql-driver/mysql" // the journal
 
 	"github.com/shedlock-go/shedlock/chaos"
+	"github.com/shedlock-go/shedlock/internal/testkit/etcdcluster"
 	"github.com/shedlock-go/shedlock/internal/testkit/privatedb"
 )
 
@@ -54,7 +58,7 @@ func run() error {
 	storeName := flag.String("store", string(chaos.MySQL), fmt.Sprintf("where the pods take their locks: one of %v", chaos.Stores))
 	dsn := flag.String("dsn", "", "the journal's MySQL/MariaDB (and the locks' with -store mysql), without a restart; default: a private server")
 	port := flag.Int("port", 3399, "port of the private MariaDB server")
-	storeDSN := flag.String("store-dsn", "", "postgres: a URL; redis: host:port; sqlite: a file; "+
+	storeDSN := flag.String("store-dsn", "", "postgres: a URL; redis: host:port; sqlite: a file; etcd: endpoints, comma-separated URLs; "+
 		"default: a private server (PostgreSQL restarted mid-run), or a file in the working directory")
 	storePort := flag.Int("store-port", 0, "port of the private PostgreSQL or Redis server (default 5499, 6399)")
 	netFaults := flag.Bool("net-faults", true, "put a fault proxy between each pod and the lock store")
@@ -132,7 +136,7 @@ func run() error {
 		WorkMin:        100 * time.Millisecond,
 		WorkMax:        800 * time.Millisecond,
 	}
-	const slack = 2 * time.Second
+	slack := 2*time.Second + store.Slack()
 	self, err := os.Executable()
 	if err != nil {
 		return err
@@ -229,6 +233,30 @@ func openLockStore(ctx context.Context, store chaos.Store, dsn, journalDSN strin
 		ls.note = "Redis was not restarted: it keeps its locks in memory only (no snapshot, no append-only file\n" +
 			"here), so a restart drops every lock and a pod can take one that another still holds. That is\n" +
 			"the failover limit the README states for Redis, not something a run can show to hold."
+	case chaos.Etcd:
+		if dsn != "" {
+			ls.where += ", no restart"
+			break
+		}
+		c, err := etcdcluster.Start(ctx, dir, 3)
+		if err != nil {
+			return nil, fmt.Errorf("private etcd cluster (use -store-dsn to run against an existing one): %w", err)
+		}
+		ls.dsn, ls.close = strings.Join(c.Endpoints(), ","), c.Close
+		ls.where = "a private three-member cluster, " + ls.dsn + ", its leader SIGKILLed and restarted mid-run"
+		ls.restart = func(ctx context.Context) error {
+			leader, err := c.WaitLeader(ctx)
+			if err != nil {
+				return err
+			}
+			if err := leader.Kill(); err != nil {
+				return err
+			}
+			if err := sleepCtx(ctx, 3*time.Second); err != nil {
+				return err
+			}
+			return leader.Restart(ctx)
+		}
 	case chaos.SQLite:
 		if dsn == "" {
 			ls.dsn = filepath.Join(dir, "locks.db")
@@ -236,4 +264,16 @@ func openLockStore(ctx context.Context, store chaos.Store, dsn, journalDSN strin
 		ls.where = "the file " + ls.dsn + ", shared by the pods; no network faults, no restart"
 	}
 	return ls, nil
+}
+
+// sleepCtx waits d, or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }

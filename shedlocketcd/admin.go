@@ -1,0 +1,161 @@
+package shedlocketcd
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/shedlock-go/shedlock"
+)
+
+// Locks returns every lock of the provider's env, by name: the keys
+// shedlock:<env>:*, each with what is left of its lease by the cluster's
+// clock. A key exists only while held: etcd deletes it when its lease ends.
+func (p *Provider) Locks(ctx context.Context) ([]shedlock.LockInfo, error) {
+	resp, err := p.client.Get(ctx, p.prefix, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend))
+	if err != nil {
+		return nil, fmt.Errorf("shedlock: list locks %s*: %w", p.prefix, err)
+	}
+	infos := make([]shedlock.LockInfo, 0, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		info, err := p.info(ctx, kv)
+		if err != nil {
+			return nil, err
+		}
+		infos = append(infos, info)
+	}
+	return infos, nil
+}
+
+// Inspect returns the lock of exactly this name; ErrLockNotFound when its
+// key is absent (nobody holds it).
+func (p *Provider) Inspect(ctx context.Context, name string) (shedlock.LockInfo, error) {
+	kv, err := p.get(ctx, name)
+	if err != nil {
+		return shedlock.LockInfo{}, err
+	}
+	return p.info(ctx, kv)
+}
+
+// ForceUnlock deletes the key of exactly this name whoever holds it, and
+// returns the lock as it was just before; ErrLockNotFound when there is no
+// key. The holder's next Unlock or Extend finds the revision changed and
+// returns ErrLockLost; its lease is left to end (it holds no other key). The
+// caution of shedlock.Admin applies: only for a holder known to be dead.
+func (p *Provider) ForceUnlock(ctx context.Context, name string) (shedlock.LockInfo, error) {
+	resp, err := p.client.Delete(ctx, p.Key(name), clientv3.WithPrevKV())
+	if err != nil {
+		return shedlock.LockInfo{}, fmt.Errorf("shedlock: force unlock %q: %w", name, err)
+	}
+	if len(resp.PrevKvs) == 0 {
+		return shedlock.LockInfo{}, p.notFound(name)
+	}
+	return p.info(ctx, resp.PrevKvs[0])
+}
+
+// ForceUnlockSeen deletes the key of seen.Name only while it holds the
+// acquisition seen shows (the same LockedBy and LockedAt, read from its
+// value), in a transaction guarded by the revision read: an acquisition taken
+// since is an error wrapping ErrLockChanged, and nothing is deleted.
+func (p *Provider) ForceUnlockSeen(ctx context.Context, seen shedlock.LockInfo) (shedlock.LockInfo, error) {
+	for {
+		kv, err := p.get(ctx, seen.Name)
+		if err != nil {
+			return shedlock.LockInfo{}, err
+		}
+		info, err := p.info(ctx, kv)
+		if err != nil {
+			return shedlock.LockInfo{}, err
+		}
+		if info.LockedBy != seen.LockedBy || !info.LockedAt.Equal(seen.LockedAt) {
+			return info, fmt.Errorf("%w: lock %q is now held by %s", shedlock.ErrLockChanged, seen.Name, info.LockedBy)
+		}
+		resp, err := p.client.Txn(ctx).
+			If(clientv3.Compare(clientv3.ModRevision(string(kv.Key)), "=", kv.ModRevision)).
+			Then(clientv3.OpDelete(string(kv.Key))).
+			Commit()
+		if err != nil {
+			return shedlock.LockInfo{}, fmt.Errorf("shedlock: force unlock %q: %w", seen.Name, err)
+		}
+		if resp.Succeeded {
+			return info, nil
+		}
+		// Written since it was read (an Extend, a release, another holder):
+		// read it again.
+	}
+}
+
+// HealthCheck sends a transaction that goes through the cluster's consensus
+// like a lock's and changes nothing: its write is guarded by a comparison that
+// never holds. It fails when no quorum answers.
+func (p *Provider) HealthCheck(ctx context.Context) error {
+	_, err := p.client.Txn(ctx).
+		If(clientv3.Compare(clientv3.Version(p.prefix), "<", 0)).
+		Then(clientv3.OpPut(p.prefix, "")).
+		Commit()
+	if err != nil {
+		return fmt.Errorf("shedlock: health check: %w", err)
+	}
+	return nil
+}
+
+// EnsureTable does nothing: etcd needs no table, a lock is a key.
+func (p *Provider) EnsureTable(context.Context) error { return nil }
+
+func (p *Provider) get(ctx context.Context, name string) (*mvccpb.KeyValue, error) {
+	resp, err := p.client.Get(ctx, p.Key(name))
+	if err != nil {
+		return nil, fmt.Errorf("shedlock: read lock %q: %w", name, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return nil, p.notFound(name)
+	}
+	return resp.Kvs[0], nil
+}
+
+func (p *Provider) notFound(name string) error {
+	env := strings.TrimSuffix(strings.TrimPrefix(p.prefix, KeyPrefix+":"), ":")
+	return fmt.Errorf("%w: %q in env %s (no key %s: nobody holds it)", shedlock.ErrLockNotFound, name, env, p.Key(name))
+}
+
+// info reads a lock's key: its value ADDED:<time>@<holder> (a value of
+// another form is shown whole as the holder) and its lease's time left, in
+// whole seconds as the cluster reports it. A key without a lease, put by
+// hand, is held until deleted: TimeLeft -1.
+func (p *Provider) info(ctx context.Context, kv *mvccpb.KeyValue) (shedlock.LockInfo, error) {
+	name := strings.TrimPrefix(string(kv.Key), p.prefix)
+	info := ParseValue(string(kv.Value))
+	info.Name = name
+	if kv.Lease == 0 {
+		info.Held, info.TimeLeft = true, -1
+		return info, nil
+	}
+	ttl, err := p.client.TimeToLive(ctx, clientv3.LeaseID(kv.Lease))
+	if err != nil {
+		return shedlock.LockInfo{}, fmt.Errorf("shedlock: read the lease of lock %q: %w", name, err)
+	}
+	if ttl.TTL > 0 { // -1: the lease has ended, and the key is about to go
+		info.Held, info.TimeLeft = true, time.Duration(ttl.TTL)*time.Second
+		info.LockUntil = time.Now().Add(info.TimeLeft).UTC().Truncate(time.Millisecond)
+	}
+	return info, nil
+}
+
+// ParseValue reads a lock's value, ADDED:<time>@<holder>, as Java ShedLock
+// and this package write it: LockedAt and LockedBy. A value of another form
+// is the holder, whole.
+func ParseValue(value string) shedlock.LockInfo {
+	info := shedlock.LockInfo{LockedBy: value}
+	if rest, ok := strings.CutPrefix(value, "ADDED:"); ok {
+		if at, by, ok := strings.Cut(rest, "@"); ok {
+			if t, err := time.Parse(time.RFC3339Nano, at); err == nil {
+				info.LockedAt, info.LockedBy = t.UTC(), by
+			}
+		}
+	}
+	return info
+}

@@ -1,0 +1,111 @@
+// Package shedlocketcd is a [shedlock.LockProvider] on etcd (v3 API), with the
+// keys and values of Java ShedLock's EtcdLockProvider, so that Go and Java pods
+// on one cluster exclude each other; unlike Java's, its release and extension
+// never write to a key another acquisition holds.
+//
+// # One key per lock, on a lease of its own
+//
+// A lock is the key shedlock:<env>:<name> (env is "default" unless set with
+// [WithEnv]), attached to a lease; its value is ADDED:<time>@<lockedBy>, as
+// Java writes it (the owner followed here by a token of the provider and a
+// count, for people and for [Provider.ForceUnlockSeen]; the time is the pod's,
+// and nothing compares it). etcd deletes the key when its lease ends: the
+// lock's end is the cluster's clock, never a pod's.
+//
+//	        LeaseGrant(LockAtMostFor), then Txn: if the key's create_revision = 0,
+//	        put it with the lease
+//	free ───────────────────────────────────────────────▶ held by A (revision r)
+//	▲  ▲                                                   │   │
+//	│  └─ Unlock by A: Txn, only if mod_revision = r:       │   │
+//	│     delete, or put on the lease of LockAtLeastFor;   │   │
+//	│     then LeaseRevoke of the first lease ◀────────────┘   │
+//	└──── the lease runs out; etcd deletes the key ◀───────────┘
+//
+// TryLock is two requests (three with a LockAtLeastFor, whose lease is granted
+// at the same time; three when the key is held, since the unused lease is
+// revoked), Unlock two, Extend three (a lease of the new LockAtMostFor, the key
+// moved to it by a transaction guarded as Unlock's, the old lease revoked).
+//
+// # Revisions: the guard and the fencing token
+//
+// Every write after the acquisition is a transaction that compares the key's
+// mod_revision with the one this lock last wrote: a key that expired and was
+// taken by another pod (Go or Java), deleted by hand or by a forced unlock, has
+// another, and Unlock and Extend return ErrLockLost without touching it. A
+// late Unlock never shortens or deletes a newer holder's key.
+//
+// The lock's fencing token (shedlock.FenceOf) is the revision that created the
+// key, from the acquiring transaction's answer, at no extra request. etcd's
+// revision counts every write to the cluster, so the token of a later
+// acquisition is larger, of this name or any other, by any pod, Java's
+// included (they carry no token but take a revision all the same).
+//
+// # Time: leases in whole seconds
+//
+// A lease's TTL is whole seconds: the provider asks for LockAtMostFor rounded
+// up ([TTLSeconds]), and the cluster raises a TTL below its minimum, 1.5
+// election timeouts rounded up to the second (2s at etcd's defaults of a 100ms
+// heartbeat and a 1s election timeout). A lock is so never shorter than asked,
+// and may be held up to a second longer (more below the minimum); the leader
+// looks for ended leases every 500ms, so a dead holder's lock is free within
+// LockAtMostFor rounded up to the second, plus up to about half a second.
+//
+// LockAtLeastFor is a second lease granted beside the first at the
+// acquisition, so that the cluster counts it too: Unlock moves the key to it
+// while it may still run, and the lock ends when it does. An Extend that
+// changes LockAtLeastFor grants a new one for what is left of it, counted on
+// the pod's monotonic clock from when the acquisition was answered, after the
+// cluster made the put: it errs towards holding longer.
+//
+// A pod counts nothing against the lease's end except for itself: a lock's
+// CheckHeld and an Extend refuse once LockAtMostFor as asked has passed since
+// the last grant was sent (before the cluster began to count), even while the
+// rounded-up lease still runs.
+//
+// # What a leader change does to leases
+//
+// A leader's lessor keeps the leases' deadlines; a new leader (after a crash,
+// a partition or a transfer) gives every lease its full TTL again, counted
+// from its election (etcd 3.4 without --experimental-enable-lease-checkpoint;
+// with it, the remaining TTL is checkpointed, every five minutes by default).
+// A leader change so only lengthens locks: a dead holder's lock is free
+// within LockAtMostFor, rounded up, after the last leader change. It never
+// shortens one, and the holder's own view (above) does not count on it.
+//
+// # Failures
+//
+// A request that fails after the cluster ran it (a connection lost before the
+// answer, a leader killed) can leave a lock taken that the caller was told it
+// did not get: TryLock then revokes the lease it granted, which deletes that
+// key if it was put, and no other; if that fails too, the lock is held until
+// LockAtMostFor and its job skipped meanwhile, never run twice. An Unlock
+// that fails the same way reports ErrReleaseFailed. A lease that could not be
+// revoked ends by itself at its TTL.
+//
+// etcd commits a transaction on a quorum of members before it answers: a
+// lock survives the loss of a minority of the cluster, and its leader. Tested
+// on a private three-member cluster of etcd 3.4 (Debian's etcd-server): four
+// processes contending for three names for 60s while the leader was SIGKILLed
+// and restarted twice and one process's connections were reset, with 0 lost
+// updates and 0 overlapping runs (make chaos-etcd).
+//
+// # Admin
+//
+// A Provider is a shedlock.Admin: Locks and Inspect read the keys of its env
+// and their leases' time left (the cluster's, in whole seconds); ForceUnlock
+// deletes a key; ForceUnlockSeen deletes it only while it holds the
+// acquisition shown, by a transaction guarded by its revision; HealthCheck
+// sends a transaction with a write that never applies, so that it goes
+// through consensus like a lock; EnsureTable does nothing.
+//
+// # Java ShedLock
+//
+// The key and the acquisition are Java's: Java puts the key if its version is
+// 0, Go if its create_revision is 0, both meaning absent; a Java pod's
+// transaction fails while a Go pod holds the key, and the reverse. Java's
+// release is unguarded: it revokes its lease, which is safe, or, with
+// LockAtLeastFor left by its pod's clock, puts its value on a new short lease
+// whoever holds the key, which overwrites a newer holder's key after the Java
+// lock ran out. Share a cluster with Java pods only where that cannot happen:
+// Java's LockAtLeastFor well below its LockAtMostFor.
+package shedlocketcd

@@ -1,0 +1,205 @@
+package shedlocketcd
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/shedlock-go/shedlock"
+)
+
+// KeyPrefix begins every lock's key, shedlock:<env>:<name>, as in Java
+// ShedLock's EtcdLockProvider.
+const KeyPrefix = "shedlock"
+
+// Provider takes locks in etcd, one key per lock name, each attached to a lease
+// of its own. It is safe for concurrent use and keeps no state per name.
+type Provider struct {
+	client   *clientv3.Client
+	lockedBy string
+	prefix   string // shedlock:<env>:
+	suffix   string // @<lockedBy>#<token of this provider>.
+	seq      atomic.Uint64
+	now      func() time.Time // the time written into values, for readers only
+}
+
+var (
+	_ shedlock.LockProvider  = (*Provider)(nil)
+	_ shedlock.ConfigChecker = (*Provider)(nil)
+	_ shedlock.Admin         = (*Provider)(nil)
+)
+
+// NewProvider returns a provider on client. It sends nothing: the cluster is
+// first asked at the first TryLock, so a service can start while etcd is down.
+// A nil client, a nil option or a bad option's value is an error wrapping
+// [shedlock.ErrInvalidOption].
+func NewProvider(client *clientv3.Client, opts ...Option) (*Provider, error) {
+	if client == nil {
+		return nil, fmt.Errorf("%w: shedlocketcd.NewProvider: nil client", shedlock.ErrInvalidOption)
+	}
+	o := options{env: DefaultEnv}
+	for i, opt := range opts {
+		if opt == nil {
+			return nil, fmt.Errorf("%w: shedlocketcd.NewProvider: option %d is nil", shedlock.ErrInvalidOption, i)
+		}
+		if err := opt(&o); err != nil {
+			return nil, err
+		}
+	}
+	if o.lockedBy == "" {
+		o.lockedBy = hostName()
+	}
+	var token [6]byte
+	_, _ = rand.Read(token[:]) // crypto/rand.Read never fails on supported platforms
+	return &Provider{
+		client:   client,
+		lockedBy: o.lockedBy,
+		prefix:   KeyPrefix + ":" + o.env + ":",
+		suffix:   "@" + o.lockedBy + "#" + hex.EncodeToString(token[:]) + ".",
+		now:      time.Now,
+	}, nil
+}
+
+// hostName is the default owner, as Java ShedLock writes it.
+func hostName() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		return "unknown-host"
+	}
+	return host
+}
+
+// LockedBy returns the owner this provider writes into lock values.
+func (p *Provider) LockedBy() string { return p.lockedBy }
+
+// Key returns the etcd key of the lock named name.
+func (p *Provider) Key(name string) string { return p.prefix + name }
+
+// CheckConfig reports whether cfg is valid; it touches no server.
+func (p *Provider) CheckConfig(cfg shedlock.LockConfig) error { return cfg.Validate() }
+
+// TryLock makes one attempt to take cfg's lock: it grants a lease of
+// LockAtMostFor (whole seconds, rounded up, and at least the cluster's minimum
+// TTL) and sends one transaction that puts the key, attached to the lease,
+// only if the key is absent; ErrNotAcquired when it is present, and the lease
+// is revoked. With a LockAtLeastFor, a second lease of that length is granted
+// at the same time, for Unlock to move the key to. The lock's fencing token is
+// the revision of the put. An invalid cfg is an error wrapping
+// shedlock.ErrInvalidConfig, before any request. A failed request is returned
+// as an error, never as a lock.
+func (p *Provider) TryLock(ctx context.Context, cfg shedlock.LockConfig) (shedlock.Lock, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	l := &lock{p: p, name: cfg.Name, key: p.Key(cfg.Name), value: p.value(), askedLeast: cfg.LockAtLeastFor}
+	sent := time.Now()
+	var least chan grant
+	if cfg.LockAtLeastFor > 0 {
+		least = make(chan grant, 1)
+		go func() { least <- p.grant(ctx, cfg.LockAtLeastFor) }()
+	}
+	most := p.grant(ctx, cfg.LockAtMostFor)
+	if least != nil {
+		g := <-least
+		l.least = g
+		if g.err != nil && most.err == nil {
+			p.revoke(ctx, most.id)
+			most.err = g.err
+		}
+		if most.err != nil && g.err == nil {
+			p.revoke(ctx, g.id)
+		}
+	}
+	if most.err != nil {
+		return nil, fmt.Errorf("shedlock: acquire %q: grant a lease: %w", cfg.Name, most.err)
+	}
+	l.most = most
+	resp, err := p.client.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(l.key), "=", 0)).
+		Then(clientv3.OpPut(l.key, l.value, clientv3.WithLease(most.id))).
+		Commit()
+	if err != nil || !resp.Succeeded {
+		// The put may have been made even when the reply was lost: revoking
+		// the lease then deletes this key, which is ours, and no other.
+		l.revokeLeases(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("shedlock: acquire %q: %w", cfg.Name, err)
+		}
+		return nil, shedlock.ErrNotAcquired
+	}
+	l.fence = resp.Header.Revision
+	l.modRev = resp.Header.Revision
+	l.acquired = time.Now()
+	l.ends = sent.Add(cfg.LockAtMostFor)
+	return l, nil
+}
+
+// grant is a lease granted to one lock: its ID, its TTL as the cluster set it,
+// and when its grant was answered, on this process's monotonic clock.
+type grant struct {
+	id  clientv3.LeaseID
+	ttl time.Duration
+	got time.Time
+	err error
+}
+
+// grant asks for a lease of d, in whole seconds rounded up: the cluster may
+// raise it to its minimum TTL, and says so in its answer.
+func (p *Provider) grant(ctx context.Context, d time.Duration) grant {
+	resp, err := p.client.Grant(ctx, TTLSeconds(d))
+	if err != nil {
+		return grant{err: err}
+	}
+	return grant{id: resp.ID, ttl: time.Duration(resp.TTL) * time.Second, got: time.Now()}
+}
+
+// revoke revokes a lease, if ctx still allows: a lease left behind ends
+// by itself at its TTL, and holds no key that is not ours.
+func (p *Provider) revoke(ctx context.Context, id clientv3.LeaseID) {
+	if id == clientv3.NoLease || ctx.Err() != nil {
+		return
+	}
+	_, _ = p.client.Revoke(ctx, id)
+}
+
+// TTLSeconds returns the lease TTL the provider asks for a duration d: whole
+// seconds, rounded up, at least 1. The cluster raises a TTL below its minimum
+// (1.5 election timeouts, rounded up to the second: 2s at etcd's defaults).
+func TTLSeconds(d time.Duration) int64 {
+	s := int64(d / time.Second)
+	if d%time.Second > 0 || s == 0 {
+		s++
+	}
+	return s
+}
+
+// value returns a value no other acquisition by this provider has, in Java's
+// form ADDED:<time>@<lockedBy>, the owner followed by this provider's token
+// and a count of its acquisitions. The time is this process's, for people
+// reading the key: nothing compares it.
+func (p *Provider) value() string {
+	var buf [160]byte
+	b := append(buf[:0], "ADDED:"...)
+	b = p.now().UTC().AppendFormat(b, valueTime)
+	b = append(b, p.suffix...)
+	b = strconv.AppendUint(b, p.seq.Add(1), 36)
+	return string(b)
+}
+
+// valueTime is the layout of the time in a value, Java's toIsoString.
+const valueTime = "2006-01-02T15:04:05.000Z"
+
+// errLeaseNotFound reports whether err is the cluster's answer for a lease
+// that has expired or been revoked.
+func errLeaseNotFound(err error) bool {
+	return errors.Is(err, rpctypes.ErrLeaseNotFound)
+}
