@@ -50,7 +50,7 @@ func (e *Executor) addLease(l *lease) {
 // leaseHooks is what a run's lease may call back: made once, in NewExecutor,
 // since each method value is an allocation.
 func (e *Executor) leaseHooks() *leaseHooks {
-	h := &leaseHooks{log: e.log, finished: e.removeLease, extend: e.attempts.extend}
+	h := &leaseHooks{log: e.log, finished: e.removeLease, extend: e.attempts.extend, clock: newLeaseClock()}
 	if e.events != nil {
 		h.emit = e.emit
 	}
