@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"time"
-
-	"github.com/shedlock-go/shedlock/internal/jobname"
 )
 
 // Run runs task only if the lock is acquired; ran reports whether it ran.
@@ -72,11 +70,11 @@ type run struct {
 
 // run is Run on a checked config and task.
 func (e *Executor) run(ctx context.Context, cfg LockConfig, task func(ctx context.Context) error, o jobOptions) (ran bool, err error) {
-	r := &run{e: e, ctx: ctx, cfg: cfg, key: jobname.Key(cfg.Name)}
-	entered, kind, err := e.enter(r.key, cfg.Name)
+	key, entered, kind, err := e.enter(cfg.Name)
 	if err != nil {
 		return false, err
 	}
+	r := &run{e: e, ctx: ctx, cfg: cfg, key: key}
 	r.start = time.Now()
 	if e.events != nil {
 		r.id = e.seq.next()
