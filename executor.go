@@ -40,6 +40,7 @@ type Executor struct {
 	running map[string]string   // jobname.Key -> name, for names with a Run under way here
 	wonLast map[string]struct{} // jobname.Keys whose last attempt here took the lock; see inflight.WonLast
 	late    map[string]struct{} // jobname.Keys warned of a run late on arrival; see warnLateOnce
+	keys    map[string]string   // name -> jobname.Key, for the names Run was called with; see keyLocked
 	leases  map[*lease]struct{} // tasks running: Stop ends their contexts
 	names   map[string]string   // jobname.Key -> name registered by WithLock, Wrap and FixedDelay
 	loops   []*fixedDelayLoop
@@ -78,6 +79,7 @@ func NewExecutor(p LockProvider, opts ...ExecutorOption) *Executor {
 		running:        make(map[string]string),
 		wonLast:        make(map[string]struct{}),
 		late:           make(map[string]struct{}),
+		keys:           make(map[string]string),
 		seq:            new(runSeq),
 		leases:         make(map[*lease]struct{}),
 		names:          make(map[string]string),
@@ -206,10 +208,10 @@ func (e *Executor) notStartedLocked() error {
 
 // jobOptions applies opts to the executor's defaults.
 func (e *Executor) jobOptions(name string, opts []JobOption) (jobOptions, error) {
-	o := jobOptions{keepAlive: e.keepAlive}
-	if len(opts) == 0 { // every Run: no message to format
-		return o, nil
+	if len(opts) == 0 { // every Run: no message to format, and no options on the heap
+		return jobOptions{keepAlive: e.keepAlive}, nil
 	}
+	o := jobOptions{keepAlive: e.keepAlive}
 	err := applyOptions(fmt.Sprintf("lock %q: job", name), &o, opts)
 	return o, err
 }

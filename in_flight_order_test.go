@@ -119,7 +119,7 @@ func TestWonLastFollowsOutcomes(t *testing.T) {
 	ex := NewExecutor(p, WithExecutorLogger(slog.New(slog.DiscardHandler)))
 	kind := func() inflight.Kind {
 		t.Helper()
-		_, k, err := ex.enter(jobname.Key("job"), "job")
+		_, _, k, err := ex.enter("job")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -145,7 +145,7 @@ func TestWonLastFollowsOutcomes(t *testing.T) {
 	// A name's case, accents and trailing spaces are the store's one row.
 	p.answer("job", nil)
 	runOnce(t, ex, "job")
-	if _, k, _ := ex.enter(jobname.Key("JÓB "), "JÓB "); k != inflight.WonLast {
+	if _, _, k, _ := ex.enter("JÓB "); k != inflight.WonLast {
 		t.Fatalf("JÓB after job was taken: kind %d, want %d", k, inflight.WonLast)
 	}
 }

@@ -16,8 +16,8 @@ import (
 // out (ErrLockExpired) and when the lock is found lost (ErrLockLost). Its
 // deadline follows the lock's end: each successful Extend, by keep-alive or by
 // the task, moves it. It is a context of its own because a WithDeadline cannot
-// move. Waiting needs no goroutine: a timer fires at the deadline and re-arms if
-// the deadline moved.
+// move. Waiting needs no goroutine nor timer of its own: the executor's
+// leaseClock ends it once its deadline has passed.
 //
 // Two cancel contexts carry it: inner holds the cause (context.Cause finds it
 // through Value), outer, its child, closes Done. Done and inner differing makes
@@ -39,7 +39,6 @@ type lease struct {
 	mu          sync.Mutex
 	deadline    time.Time     // when the task's context ends unless the lock is extended
 	most, least time.Duration // what the next keep-alive Extend asks for
-	timer       *time.Timer   // fires at deadline
 	ended       error         // why the lease ended early: lost or expired; nil while it holds
 	finished    bool          // the task has returned; nothing changes after
 	lastErr     error         // keep-alive's last failed Extend, for the cause if time runs out
@@ -59,6 +58,8 @@ type leaseHooks struct {
 	finished func(*lease)
 	// extend extends the lock within the executor's bound.
 	extend func(ctx context.Context, lock Lock, most, least time.Duration) error
+	// clock ends the executor's leases at their deadlines.
+	clock *leaseClock
 }
 
 // lockEnd is when the task's context ends for a lock whose LockAtMostFor
@@ -80,9 +81,7 @@ func newLease(ctx context.Context, cfg LockConfig, lock Lock, sent time.Time, ke
 	l.deadline = lockEnd(sent, cfg.LockAtMostFor)
 	// Acquired goes out before anything that could extend or end the lease.
 	l.emit(Event{Kind: EventAcquired, Until: l.deadline}, sent)
-	l.mu.Lock()
-	l.timer = time.AfterFunc(time.Until(l.deadline), l.expire)
-	l.mu.Unlock()
+	hooks.clock.watch(l, l.deadline)
 	return l
 }
 
@@ -134,18 +133,28 @@ func (l *lease) Value(key any) any {
 
 func (l *lease) String() string { return "shedlock task context for lock " + strconv.Quote(l.cfg.Name) }
 
-// expire ends the lease when its deadline passes; a deadline moved since the
-// timer was set re-arms it instead.
-func (l *lease) expire() {
+// clockState is what the lease clock needs: the deadline, and whether the
+// lease still holds (live), so that it may have to end it.
+func (l *lease) clockState() (deadline time.Time, live bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	return l.deadline, !l.finished && l.ended == nil
+}
+
+// expire ends the lease when its deadline passes; a deadline moved since the
+// clock looked is watched again instead.
+func (l *lease) expire() {
+	l.mu.Lock()
 	if l.finished || l.ended != nil {
+		l.mu.Unlock()
 		return
 	}
-	if wait := time.Until(l.deadline); wait > 0 {
-		l.timer.Reset(wait)
+	if deadline := l.deadline; time.Until(deadline) > 0 {
+		l.mu.Unlock()
+		l.hooks.clock.watch(l, deadline)
 		return
 	}
+	defer l.mu.Unlock()
 	kind, cause := EventExpired, ErrLockExpired
 	if l.keepAlive {
 		kind = EventLost
@@ -175,7 +184,6 @@ func (l *lease) lose(cause error, byKeepAlive bool) {
 // l.mu must be held.
 func (l *lease) endLocked(kind EventKind, cause error, byKeepAlive bool) {
 	l.ended = cause
-	l.timer.Stop()
 	if kind == EventLost {
 		l.hooks.log.ErrorContext(l.parent, "shedlock: lock lost while the task runs; its context ends",
 			"lock", l.cfg.Name, "error", cause)
@@ -192,8 +200,8 @@ func (l *lease) endLocked(kind EventKind, cause error, byKeepAlive bool) {
 func (l *lease) finish() {
 	l.mu.Lock()
 	l.finished = true
-	l.timer.Stop()
 	l.mu.Unlock()
+	l.hooks.clock.forget(l)
 	if l.keepAliveStop != nil {
 		l.keepAliveStop()
 		<-l.keepAliveDone
@@ -265,7 +273,6 @@ func (l *lease) extend(ctx context.Context, most, least time.Duration, byKeepAli
 	}
 
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if err != nil {
 		if byKeepAlive {
 			l.lastErr = err
@@ -273,15 +280,19 @@ func (l *lease) extend(ctx context.Context, most, least time.Duration, byKeepAli
 		if !l.finished {
 			l.emit(Event{Kind: EventExtendFailed, Err: err, KeepAlive: byKeepAlive}, sent)
 		}
+		l.mu.Unlock()
 		return err
 	}
 	if l.finished || l.ended != nil {
+		l.mu.Unlock()
 		return nil // the store has it, but the task's context has already ended
 	}
 	l.lastErr = nil
 	l.most, l.least = most, least
 	l.deadline = lockEnd(sent, most)
-	l.timer.Reset(time.Until(l.deadline))
-	l.emit(Event{Kind: EventExtended, Until: l.deadline, KeepAlive: byKeepAlive}, sent)
+	deadline := l.deadline
+	l.emit(Event{Kind: EventExtended, Until: deadline, KeepAlive: byKeepAlive}, sent)
+	l.mu.Unlock()
+	l.hooks.clock.watch(l, deadline) // after l.mu: the clock takes a lease's lock under its own
 	return nil
 }

@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"time"
-
-	"github.com/shedlock-go/shedlock/internal/jobname"
 )
 
 // Run runs task only if the lock is acquired; ran reports whether it ran.
@@ -87,11 +85,11 @@ func (e *Executor) run(ctx context.Context, cfg LockConfig, task func(ctx contex
 // only if that fire time has not succeeded, and a success records it.
 func (e *Executor) runFire(ctx context.Context, cfg LockConfig, task func(ctx context.Context) error, o jobOptions,
 	fire *fireRun) (ran bool, err error) {
-	r := &run{e: e, ctx: ctx, cfg: cfg, key: jobname.Key(cfg.Name), fire: fire}
-	entered, kind, err := e.enter(r.key, cfg.Name)
+	key, entered, kind, err := e.enter(cfg.Name)
 	if err != nil {
 		return false, err
 	}
+	r := &run{e: e, ctx: ctx, cfg: cfg, key: key, fire: fire}
 	r.start = time.Now()
 	if e.events != nil {
 		r.id = e.seq.next()

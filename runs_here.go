@@ -4,32 +4,49 @@ import (
 	"context"
 
 	"github.com/shedlock-go/shedlock/internal/inflight"
+	"github.com/shedlock-go/shedlock/internal/jobname"
 )
 
 // The executor's marks of the runs under way in this process: which names run
 // here, which it won last, which were warned of as late, and the leases that
 // Stop must end.
 
-// enter marks key as running here, and tells the kind of its attempt. It
-// refuses with ErrStopped once stopped, and with no error when the name
-// already runs in this process: a run that outlived its lock must not be
-// joined by a second one.
-func (e *Executor) enter(key, name string) (bool, inflight.Kind, error) {
+// enter marks name's key (jobname.Key) as running here, and tells the key and
+// the kind of its attempt. It refuses with ErrStopped once stopped, and with
+// no error when the name already runs in this process: a run that outlived
+// its lock must not be joined by a second one.
+func (e *Executor) enter(name string) (key string, entered bool, kind inflight.Kind, err error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.stopped {
-		return false, 0, ErrStopped
+		return "", false, 0, ErrStopped
 	}
+	key = e.keyLocked(name)
 	if _, ok := e.running[key]; ok {
-		return false, 0, nil
+		return key, false, 0, nil
 	}
 	e.running[key] = name
 	e.runs++
 	e.live++
 	if _, ok := e.wonLast[key]; ok {
-		return true, inflight.WonLast, nil
+		return key, true, inflight.WonLast, nil
 	}
-	return true, inflight.Attempt, nil
+	return key, true, inflight.Attempt, nil
+}
+
+// keyLocked returns name's jobname.Key, computed once per name: every run of
+// a job would otherwise fold its name again, and allocate the result. e.mu must
+// be held.
+func (e *Executor) keyLocked(name string) string {
+	if key, ok := e.keys[name]; ok {
+		return key
+	}
+	if len(e.keys) >= maxWonLast {
+		clear(e.keys)
+	}
+	key := jobname.Key(name)
+	e.keys[name] = key
+	return key
 }
 
 // addLease makes l's context end with ErrStopped on Stop, at once if Stop has
@@ -50,7 +67,7 @@ func (e *Executor) addLease(l *lease) {
 // leaseHooks is what a run's lease may call back: made once, in NewExecutor,
 // since each method value is an allocation.
 func (e *Executor) leaseHooks() *leaseHooks {
-	h := &leaseHooks{log: e.log, finished: e.removeLease, extend: e.attempts.extend}
+	h := &leaseHooks{log: e.log, finished: e.removeLease, extend: e.attempts.extend, clock: newLeaseClock()}
 	if e.events != nil {
 		h.emit = e.emit
 	}

@@ -67,13 +67,26 @@ func (c *cycleBench) library(ctx context.Context) error {
 	return l.Unlock(ctx)
 }
 
-// libraryDeadline is library under a context with a deadline, as the executor
-// releases: it shows what of the executor's cost is the drivers watching a
-// cancellable context rather than the executor itself.
-func (c *cycleBench) libraryDeadline(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+// The executor's bounds by default (WithAcquireTimeout, WithReleaseTimeout).
+const acquireTimeout, releaseTimeout = 10 * time.Second, 10 * time.Second
+
+// libraryBounded is library under the bounds the executor puts on the same two
+// statements: the acquire under a context with a deadline, the release under
+// one of its own with a timeout. What it costs over library is the price of
+// those bounds (the drivers watch a context that can end: go-sql-driver hands
+// it to its watcher goroutine, the SQLite provider sends the statement from a
+// goroutine of its own); what the executor costs over it is the executor's
+// own.
+func (c *cycleBench) libraryBounded(ctx context.Context) error {
+	acqCtx, cancel := context.WithDeadline(ctx, time.Now().Add(acquireTimeout))
+	l, err := c.p.TryLock(acqCtx, libCfg)
+	cancel()
+	if err != nil {
+		return err
+	}
+	relCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
-	return c.library(ctx)
+	return l.Unlock(relCtx)
 }
 
 func emptyTask(context.Context) error { return nil }
@@ -167,7 +180,7 @@ func benchCycles(b *testing.B, c *cycleBench) {
 	for _, bc := range []struct {
 		name  string
 		cycle func(context.Context) error
-	}{{"floor", c.floor}, {"library", c.library}, {"library-deadline", c.libraryDeadline}, {"executor", c.executor},
+	}{{"floor", c.floor}, {"library", c.library}, {"library-bounded", c.libraryBounded}, {"executor", c.executor},
 		{"executor-listener", c.executorListener}, {"executor-keepalive", c.executorKeepAlive}} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
@@ -178,16 +191,18 @@ func benchCycles(b *testing.B, c *cycleBench) {
 	}
 }
 
-// benchVsFloor interleaves floor, library, executor and library-deadline cycles, rotating which
-// goes first, so that all three see the same load on a shared machine, and
-// reports each one's time per cycle and the ratios: lib/floor is the library's
-// cost over the two bare round trips, exec/lib the executor's over bare
-// TryLock+Unlock, deadline/lib that of a context with a deadline alone.
-// Allocations per cycle are counted after the timed loop; own-allocs/cycle is
-// the library's beyond the floor's.
+// benchVsFloor interleaves floor, library, executor and library-bounded
+// cycles, rotating which goes first, so that all four see the same load on a
+// shared machine, and reports each one's time per cycle and the ratios:
+// lib/floor is the library's cost over the two bare round trips, exec/lib the
+// executor's over bare TryLock+Unlock, bound/lib the price of the executor's
+// bounds alone (library-bounded over library), and exec/bound the executor's
+// own cost over the same statements under the same bounds. Allocations per
+// cycle are counted after the timed loop; own-allocs/cycle is the library's
+// beyond the floor's.
 func benchVsFloor(b *testing.B, c *cycleBench) {
 	ctx := context.Background()
-	cycles := []func(context.Context) error{c.floor, c.library, c.executor, c.libraryDeadline}
+	cycles := []func(context.Context) error{c.floor, c.library, c.executor, c.libraryBounded}
 	var spent [4]time.Duration
 	i := 0
 	for b.Loop() {
@@ -202,22 +217,25 @@ func benchVsFloor(b *testing.B, c *cycleBench) {
 		i++
 	}
 	n := float64(i)
-	floorNs, libNs, execNs, deadlineNs := float64(spent[0])/n, float64(spent[1])/n, float64(spent[2])/n, float64(spent[3])/n
+	floorNs, libNs, execNs, boundNs := float64(spent[0])/n, float64(spent[1])/n, float64(spent[2])/n, float64(spent[3])/n
 	b.ReportMetric(libNs, "ns/op")
 	b.ReportMetric(floorNs, "floor-ns/cycle")
 	b.ReportMetric(libNs, "lib-ns/cycle")
 	b.ReportMetric(execNs, "exec-ns/cycle")
+	b.ReportMetric(boundNs, "bound-ns/cycle")
 	b.ReportMetric(libNs/floorNs, "lib/floor")
 	b.ReportMetric(execNs/libNs, "exec/lib")
-	b.ReportMetric(deadlineNs/libNs, "deadline/lib")
+	b.ReportMetric(boundNs/libNs, "bound/lib")
+	b.ReportMetric(execNs/boundNs, "exec/bound")
 
 	b.StopTimer()
-	var allocs [3]float64
-	for j, cycle := range cycles[:3] {
+	var allocs [4]float64
+	for j, cycle := range cycles {
 		allocs[j] = testing.AllocsPerRun(20, func() { c.mustCycle(b, cycle) })
 	}
 	b.ReportMetric(allocs[0], "floor-allocs/cycle")
 	b.ReportMetric(allocs[1], "lib-allocs/cycle")
 	b.ReportMetric(allocs[1]-allocs[0], "own-allocs/cycle")
 	b.ReportMetric(allocs[2], "exec-allocs/cycle")
+	b.ReportMetric(allocs[3], "bound-allocs/cycle")
 }

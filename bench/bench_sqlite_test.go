@@ -46,7 +46,7 @@ func newSQLiteCycleBench(b *testing.B) *cycleBench {
 	b.Cleanup(func() { _ = acquire.Close(); _ = release.Close() })
 	var fence int64
 	return newCycleBench(b, p, floorCycle(
-		queryStep(acquire.QueryRowContext, []any{benchMostFor.Milliseconds(), owner, "floor"}, &fence),
+		queryStep(acquire.QueryRowContext, []any{benchMostFor.Milliseconds(), owner, int64(0), "floor"}, &fence),
 		execStep(release.ExecContext, []any{int64(0), "floor", owner}, false)))
 }
 

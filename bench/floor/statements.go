@@ -26,11 +26,13 @@ const (
 
 // SQLite's steady-state acquire (which writes the fencing token and returns
 // it: one row when it took the lock) and release; {t} is the quoted table,
-// which has the fence column.
+// which has the fence column. The acquire's arguments are LockAtMostFor in
+// milliseconds, owner, the host's clock in microseconds (the least token) and
+// name.
 const (
 	SQLiteAcquire = "UPDATE {t} SET lock_until = strftime('%Y-%m-%d %H:%M:%f', julianday('now') + ? / 86400000.0), " +
 		"locked_at = strftime('%Y-%m-%d %H:%M:%f', 'now'), locked_by = ?, " +
-		"fence = max(coalesce(fence, 0) + 1, CAST(round((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000) " +
+		"fence = max(coalesce(fence, 0) + 1, CAST(round((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000, ?) " +
 		"WHERE name = ? AND lock_until <= strftime('%Y-%m-%d %H:%M:%f', 'now') RETURNING fence"
 	SQLiteRelease = "UPDATE {t} SET lock_until = max(strftime('%Y-%m-%d %H:%M:%f', julianday(locked_at) + ? / 86400000.0), " +
 		"strftime('%Y-%m-%d %H:%M:%f', 'now')) WHERE name = ? AND locked_by = ?"

@@ -82,5 +82,5 @@ func sqliteFloor(ctx context.Context, db *sql.DB, mostFor time.Duration) (func(c
 		return nil, fmt.Errorf("floor row: %w", err)
 	}
 	return preparedCycle(ctx, db, floor.SQLite(floor.SQLiteAcquire, "shedlock"), floor.SQLite(floor.SQLiteRelease, "shedlock"),
-		[]any{mostFor.Milliseconds(), owner, name}, []any{int64(0), name, owner})
+		[]any{mostFor.Milliseconds(), owner, int64(0), name}, []any{int64(0), name, owner})
 }
