@@ -1,16 +1,25 @@
 GO ?= go
 export GO
 
-.PHONY: test servers fmt demo bench bench-herd chaos chaos-etcd lint release-check oldest-go tidy
+.PHONY: test check servers fmt demo bench bench-herd chaos chaos-etcd lint release-check oldest-go tidy
 
-## test: start the test servers (or say what to install), gofmt, then every module
-## in go.work: vet, tests (-race where it can find something), each benchmark once,
-## the short chaos check; the release check and the oldest-Go check; a summary of
+## test: what a contributor runs many times a day. The servers (or what to
+## install), then, on a PostgreSQL cluster of the run's own: gofmt, and in every
+## module of go.work, go vet and its tests (-race where it can find something),
+## each benchmark once; not the slow tests that make check runs. A summary of
 ## passed, failed and skipped tests per module. A test skipped for want of a
 ## server fails the run unless SHEDLOCK_SKIP_STORES names its store (mysql,
 ## postgres, redis, pgbouncer, galera, etcd). One module: scripts/test ./integration
 test:
 	scripts/test
+
+## check: the slow checks, which CI runs after make test, one after another:
+## the release check (release-check), the oldest-Go check (oldest-go), the tests
+## make test leaves out (the short chaos on every store, the soak tests:
+## scripts/test lists them in SLOW), the long chaos run (chaos's second step) and
+## the etcd cluster's (chaos-etcd)
+check:
+	scripts/test check
 
 ## servers: install (as root, on Debian) and start MariaDB, PostgreSQL and Redis
 servers:
@@ -36,7 +45,7 @@ bench:
 bench-herd:
 	cd bench && $(GO) run ./cmd/shedlock-bench herd -chart ../docs/bench-herd.svg $(HERD_FLAGS)
 
-## chaos: the short multi-process check on every store (make test runs MariaDB's),
+## chaos: the short multi-process check on every store (make check runs it too),
 ## then the long run with kills and faults; locks in MariaDB unless told
 ## otherwise: make chaos CHAOS_FLAGS='-store postgres' (or redis, sqlite, etcd)
 chaos:

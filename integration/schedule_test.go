@@ -172,21 +172,28 @@ func TestScheduleEveryOffset(t *testing.T) {
 	for _, s := range scheduleStores {
 		t.Run(s.name, func(t *testing.T) {
 			t.Parallel()
-			newProvider := s.table(t)
-			runs := everyOffset(t, newProvider, bySchedule, span)
-			t.Logf("Schedule: %d runs in %v: %v", len(runs), span, describeRuns(runs))
-			// Five periods of 2s: five runs, give or take the one at the edge.
-			assert.GreaterOrEqual(t, len(runs), 4)
-			assert.LessOrEqual(t, len(runs), 6)
-			for i := 1; i < len(runs); i++ {
-				assert.Greater(t, runs[i].at.Sub(runs[i-1].at), 1500*time.Millisecond,
-					"two runs within one period: %v", describeRuns(runs))
-			}
-
-			other := s.table(t)
-			withLock := everyOffset(t, other, byWithLock, span)
-			t.Logf("WithLock, LockAtLeastFor 0: %d runs in %v: %v", len(withLock), span, describeRuns(withLock))
-			assert.GreaterOrEqual(t, len(withLock), 8, "WithLock with LockAtLeastFor 0 runs once per pod per period")
+			// Schedule and WithLock each on a table of their own, side by side:
+			// each waits out span on the clock.
+			t.Run("Schedule", func(t *testing.T) {
+				t.Parallel()
+				newProvider := s.table(t)
+				runs := everyOffset(t, newProvider, bySchedule, span)
+				t.Logf("Schedule: %d runs in %v: %v", len(runs), span, describeRuns(runs))
+				// Five periods of 2s: five runs, give or take the one at the edge.
+				assert.GreaterOrEqual(t, len(runs), 4)
+				assert.LessOrEqual(t, len(runs), 6)
+				for i := 1; i < len(runs); i++ {
+					assert.Greater(t, runs[i].at.Sub(runs[i-1].at), 1500*time.Millisecond,
+						"two runs within one period: %v", describeRuns(runs))
+				}
+			})
+			t.Run("WithLock", func(t *testing.T) {
+				t.Parallel()
+				other := s.table(t)
+				withLock := everyOffset(t, other, byWithLock, span)
+				t.Logf("WithLock, LockAtLeastFor 0: %d runs in %v: %v", len(withLock), span, describeRuns(withLock))
+				assert.GreaterOrEqual(t, len(withLock), 8, "WithLock with LockAtLeastFor 0 runs once per pod per period")
+			})
 		})
 	}
 }
@@ -243,19 +250,26 @@ func TestScheduleFixedTimes(t *testing.T) {
 	for _, s := range scheduleStores {
 		t.Run(s.name, func(t *testing.T) {
 			t.Parallel()
-			runs := fixedTimes(t, s.table(t), bySchedule, span)
-			first, last, counts := fireTimes(runs)
-			t.Logf("Schedule: %d runs, %d fire times: %v", len(runs), len(counts), describeRuns(runs))
-			require.NotEmpty(t, runs)
-			for fire := first; !fire.After(last); fire = fire.Add(2 * time.Second) {
-				assert.Equal(t, 1, counts[fire], "runs of the fire time %s", fire.Format("15:04:05"))
-			}
-			assert.GreaterOrEqual(t, len(counts), 4)
-
-			withLock := fixedTimes(t, s.table(t), byWithLock, span)
-			_, _, wlCounts := fireTimes(withLock)
-			t.Logf("WithLock, LockAtLeastFor 0: %d runs, %d fire times: %v", len(withLock), len(wlCounts), describeRuns(withLock))
-			assert.Greater(t, len(withLock), len(wlCounts), "WithLock with LockAtLeastFor 0 runs some fire times twice")
+			// Schedule and WithLock each on a table of their own, side by side:
+			// each waits out span on the clock.
+			t.Run("Schedule", func(t *testing.T) {
+				t.Parallel()
+				runs := fixedTimes(t, s.table(t), bySchedule, span)
+				first, last, counts := fireTimes(runs)
+				t.Logf("Schedule: %d runs, %d fire times: %v", len(runs), len(counts), describeRuns(runs))
+				require.NotEmpty(t, runs)
+				for fire := first; !fire.After(last); fire = fire.Add(2 * time.Second) {
+					assert.Equal(t, 1, counts[fire], "runs of the fire time %s", fire.Format("15:04:05"))
+				}
+				assert.GreaterOrEqual(t, len(counts), 4)
+			})
+			t.Run("WithLock", func(t *testing.T) {
+				t.Parallel()
+				withLock := fixedTimes(t, s.table(t), byWithLock, span)
+				_, _, wlCounts := fireTimes(withLock)
+				t.Logf("WithLock, LockAtLeastFor 0: %d runs, %d fire times: %v", len(withLock), len(wlCounts), describeRuns(withLock))
+				assert.Greater(t, len(withLock), len(wlCounts), "WithLock with LockAtLeastFor 0 runs some fire times twice")
+			})
 		})
 	}
 }
