@@ -16,18 +16,20 @@ import (
 type countingProvider struct {
 	shedlock.LockProvider
 	calls, batches atomic.Int64
-	entered        *atomic.Int64 // the pod's runs under way
+	attempts       *atomic.Int64 // the pod's runs that reached the executor's queue
 	gate           sync.Once
 }
 
-// TryLock holds the pod's first attempt until every run of the tick has
-// begun, so that the others queue behind it, as they do behind a store that
-// takes longer than a tick's goroutines take to start.
+// TryLock holds the pod's first attempt until every run of the tick has told
+// its attempt (EventAttempt comes just before the executor queues it), so that
+// the others queue behind it, as they do behind a store that takes longer than
+// a tick's goroutines take to start. A gate on the goroutines' start alone let
+// a busy machine send most of them one by one, after the first.
 func (c *countingProvider) TryLock(ctx context.Context, cfg shedlock.LockConfig) (shedlock.Lock, error) {
 	c.calls.Add(1)
 	c.gate.Do(func() {
 		deadline := time.Now().Add(10 * time.Second)
-		for c.entered.Load() < herdJobs && time.Now().Before(deadline) {
+		for c.attempts.Load() < herdJobs && time.Now().Before(deadline) {
 			time.Sleep(time.Millisecond) // poll interval
 		}
 	})
@@ -57,20 +59,24 @@ func testHerd(t *testing.T, newProvider NewProviderFunc) {
 	counters := make([]*countingProvider, pods)
 	var wg sync.WaitGroup
 	for pod := range pods {
-		entered := new(atomic.Int64)
-		counters[pod] = &countingProvider{LockProvider: newProvider(t), entered: entered}
+		attempts := new(atomic.Int64)
+		counters[pod] = &countingProvider{LockProvider: newProvider(t), attempts: attempts}
 		var p shedlock.LockProvider = counters[pod]
 		if _, ok := counters[pod].LockProvider.(shedlock.BatchLocker); ok {
 			p = countingBatcher{counters[pod]}
 		}
 		ex := shedlock.NewExecutor(p, shedlock.WithMaxInFlight(2),
-			shedlock.WithAcquireTimeout(time.Minute), shedlock.WithReleaseTimeout(time.Minute))
+			shedlock.WithAcquireTimeout(time.Minute), shedlock.WithReleaseTimeout(time.Minute),
+			shedlock.WithListener(shedlock.ListenerFunc(func(_ context.Context, ev shedlock.Event) {
+				if ev.Kind == shedlock.EventAttempt {
+					attempts.Add(1)
+				}
+			})))
 		t.Cleanup(func() { _ = ex.Stop(context.Background()) })
 		for j := range jobs {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				entered.Add(1)
 				name := fmt.Sprintf("herd-%d", j)
 				_, err := ex.Run(shedlock.ContextWithFireTime(context.Background(), fire),
 					cfg(name, time.Minute, time.Minute), func(context.Context) error {
