@@ -99,9 +99,7 @@ func nestedSucceeded(resp *clientv3.TxnResponse) bool {
 // the lock's LockAtLeastFor is a lease granted first for what is left of it
 // since the acquisition, rounded up to the second as every lease is.
 func (l *fireLock) UnlockSucceeded(ctx context.Context, leastFor time.Duration) error {
-	if leastFor < 0 {
-		return fmt.Errorf("%w: lock %q: leastFor %v is negative", shedlock.ErrInvalidConfig, l.name, leastFor)
-	}
+	leastFor = max(leastFor, 0) // as Unlock's LockAtLeastFor: none
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.done {
