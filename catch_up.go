@@ -35,8 +35,9 @@ const DefaultCatchUpRetry = time.Minute
 // refuses it with an @every spec, whose fire times depend on when each
 // instance started. It needs a provider that implements FireLocker (the SQL
 // providers on a table with the last_success column of migration 0003, or one
-// made by EnsureTable; shedlockredis): a table without the column is refused at
-// the first check with ErrUnsafeStore, naming the migration to run. Run,
+// made by EnsureTable; shedlockredis; shedlocketcd): a table without the
+// column is refused at the first check with ErrUnsafeStore, naming the
+// migration to run. Run,
 // FixedDelay, WithLock and Wrap refuse it with ErrInvalidOption: their cron
 // spec, if any, is not the executor's to read (a cron.JobWrapper is given the
 // job, not its entry), so they cannot tell which fire times were due.
@@ -70,8 +71,8 @@ func CatchUpRetry(d time.Duration) JobOption {
 
 // FireLocker is a LockProvider that records, beside each lock, the fire time
 // of the lock's last run that succeeded: what CatchUp needs. The SQL
-// providers and shedlockredis implement it; a store of another kind (etcd, for
-// one) does by keeping that time beside its lock key and making the take
+// providers, shedlockredis and shedlocketcd implement it; a store of another
+// kind does by keeping that time beside its lock key and making the take
 // conditional on it, atomically.
 type FireLocker interface {
 	// TryLockFire takes cfg's lock for the run of fire time fire, only if the

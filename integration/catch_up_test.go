@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -27,15 +28,19 @@ import (
 )
 
 // catchUpStore makes pods' providers on one fresh store with the last_success
-// record (or Redis's fired key): open returns a provider on a pool of its own
-// and the function that closes that pool, as a pod's restart would.
+// record (or Redis's or etcd's fired key): open returns a provider on a pool
+// of its own and the function that closes that pool, as a pod's restart would.
 type catchUpStore struct {
 	name string
 	open func(t *testing.T) func() (shedlock.LockProvider, func())
+	// minHold is the shortest a lock is kept after a run that succeeded,
+	// whatever hold is asked: etcd's leases are whole seconds, at least the
+	// cluster's minimum TTL (2 s at its defaults).
+	minHold time.Duration
 }
 
 var catchUpStores = []catchUpStore{
-	{"MySQL", func(t *testing.T) func() (shedlock.LockProvider, func()) {
+	{name: "MySQL", open: func(t *testing.T) func() (shedlock.LockProvider, func()) {
 		table := testdb.NewCatchUpTable(t, testdb.Open(t, nil))
 		dsn := testdb.MySQLDSN(t)
 		return func() (shedlock.LockProvider, func()) {
@@ -45,7 +50,7 @@ var catchUpStores = []catchUpStore{
 			return p, func() { _ = p.Close(); _ = db.Close() }
 		}
 	}},
-	{"PostgreSQL", func(t *testing.T) func() (shedlock.LockProvider, func()) {
+	{name: "PostgreSQL", open: func(t *testing.T) func() (shedlock.LockProvider, func()) {
 		table := testdb.NewCatchUpPostgresTable(t, testdb.OpenPostgres(t, testdb.PGX, nil))
 		dsn := testdb.PostgresDSN(t)
 		return func() (shedlock.LockProvider, func()) {
@@ -55,7 +60,7 @@ var catchUpStores = []catchUpStore{
 			return p, func() { _ = p.Close(); _ = db.Close() }
 		}
 	}},
-	{"SQLite", func(t *testing.T) func() (shedlock.LockProvider, func()) {
+	{name: "SQLite", open: func(t *testing.T) func() (shedlock.LockProvider, func()) {
 		file := filepath.Join(t.TempDir(), "locks.db")
 		require.NoError(t, newSQLiteProvider(t, openSQLite(t, file, shedlock.SQLiteDSNParams)).EnsureTable(context.Background()))
 		return func() (shedlock.LockProvider, func()) {
@@ -65,7 +70,7 @@ var catchUpStores = []catchUpStore{
 			return p, func() { _ = p.Close(); _ = db.Close() }
 		}
 	}},
-	{"Redis", func(t *testing.T) func() (shedlock.LockProvider, func()) {
+	{name: "Redis", open: func(t *testing.T) func() (shedlock.LockProvider, func()) {
 		addr := testdb.RedisAddr(t)
 		env := fmt.Sprintf("catchup_%d", time.Now().UnixNano())
 		return func() (shedlock.LockProvider, func()) {
@@ -75,6 +80,7 @@ var catchUpStores = []catchUpStore{
 			return p, func() { _ = client.Close() }
 		}
 	}},
+	{name: "etcd", open: openEtcdCatchUp, minHold: 2 * time.Second},
 }
 
 // openPool opens a pod's pool, small: PostgreSQL's connections are shared by
@@ -206,6 +212,7 @@ func (f *fireTally) listener() shedlock.Listener {
 // each pod is up for up, then down for down, over span.
 type restartPlan struct {
 	spec             string
+	every            time.Duration // the spec's period
 	up, down, span   time.Duration
 	window, retry    time.Duration
 	work, lockAtMost time.Duration
@@ -215,13 +222,15 @@ type restartPlan struct {
 // scaledRestarts is the Done-when scenario scaled down for make test: every
 // 2 s, pods restarting every 1.4 s (up 0.8 s, down 0.6 s, all at once), so
 // that about 3 fire times in 7 find no pod up.
-var scaledRestarts = restartPlan{spec: "*/2 * * * * *", up: 800 * time.Millisecond, down: 600 * time.Millisecond,
+var scaledRestarts = restartPlan{spec: "*/2 * * * * *", every: 2 * time.Second,
+	up: 800 * time.Millisecond, down: 600 * time.Millisecond,
 	span: 16 * time.Second, window: 10 * time.Second, retry: 300 * time.Millisecond,
 	work: 100 * time.Millisecond, lockAtMost: 5 * time.Second, pods: 2}
 
 // fullRestarts is the scenario at full scale: every 10 s, pods restarting
 // every 7 s (up 4 s, down 3 s), for three minutes.
-var fullRestarts = restartPlan{spec: "*/10 * * * * *", up: 4 * time.Second, down: 3 * time.Second,
+var fullRestarts = restartPlan{spec: "*/10 * * * * *", every: 10 * time.Second,
+	up: 4 * time.Second, down: 3 * time.Second,
 	span: 3 * time.Minute, window: time.Minute, retry: 2 * time.Second,
 	work: 500 * time.Millisecond, lockAtMost: 5 * time.Second, pods: 2}
 
@@ -342,9 +351,13 @@ func restartingPods(t *testing.T, plan restartPlan) {
 		tally *fireTally
 		due   []time.Time
 	}
-	results := make([][2]result, len(catchUpStores))
+	// A store that holds a lock past the next fire time after each success
+	// (etcd, at the scaled plan's 2 s) leaves that fire time to a retry, which
+	// the last pod's short up time may not reach: it runs at full scale only.
+	stores := slices.DeleteFunc(slices.Clone(catchUpStores), func(s catchUpStore) bool { return s.minHold >= plan.every })
+	results := make([][2]result, len(stores))
 	var wg sync.WaitGroup
-	for i, s := range catchUpStores {
+	for i, s := range stores {
 		for k, catchUp := range []bool{true, false} {
 			open := s.open(t)
 			wg.Add(1)
@@ -356,7 +369,7 @@ func restartingPods(t *testing.T, plan restartPlan) {
 		}
 	}
 	wg.Wait()
-	for i, s := range catchUpStores {
+	for i, s := range stores {
 		t.Run(s.name, func(t *testing.T) {
 			with, without := results[i][0], results[i][1]
 			notRun, lost := judge(t, with.tally, with.due, plan.window)

@@ -98,6 +98,23 @@
 // sends a transaction with a write that never applies, so that it goes
 // through consensus like a lock; EnsureTable does nothing.
 //
+// # Catch-up: the fired key
+//
+// A Provider is a shedlock.FireLocker, so shedlock.CatchUp works on it. The
+// last fire time whose run of a lock succeeded is the key
+// shedlock-fired:<env>:<name> ([Provider.FiredKey]), on no lease (it outlives
+// the locks), its value milliseconds since 1970 zero-padded to 19 digits, so
+// that etcd's comparison of values, byte by byte, orders them as times.
+// TryLockFire's one transaction puts the lock's key only if it is absent and
+// the fired key is absent or older; a comparison on the value of an absent key
+// never holds, so the second case is a transaction nested in the first's
+// failure branch, still one request. UnlockSucceeded's one releasing
+// transaction, guarded by the revision as Unlock's, records the fire time in
+// a transaction nested beside the key's delete or move, never moving the
+// record back; its leastFor is a lease granted first, for what is left of it
+// since the acquisition. Locks and the shedlock command's list see a fired
+// key's time only beside a key that is held: a free lock has no key.
+//
 // # Java ShedLock
 //
 // The key and the acquisition are Java's: Java puts the key if its version is

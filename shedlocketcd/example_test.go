@@ -3,6 +3,7 @@ package shedlocketcd_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log"
 	"time"
 
@@ -37,4 +38,18 @@ func ExampleNewProvider() {
 	defer func() { _ = l.Unlock(context.Background()) }()
 	fence, _ := shedlock.FenceOf(l) // the key's revision: pass it with every write the job makes
 	_ = fence
+}
+
+// Where a CatchUp job's last fire time that succeeded is kept: a key beside
+// the lock's, without a lease, its value zero-padded milliseconds since 1970.
+func ExampleProvider_FiredKey() {
+	provider, err := shedlocketcd.NewProvider(&clientv3.Client{}, shedlocketcd.WithEnv("orders"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(provider.Key("report"))
+	fmt.Println(provider.FiredKey("report"))
+	// Output:
+	// shedlock:orders:report
+	// shedlock-fired:orders:report
 }

@@ -85,3 +85,20 @@ func TestParseValue(t *testing.T) {
 		t.Fatalf("ParseValue of another form: %+v", info)
 	}
 }
+
+// TryLockFire refuses what no store can record before sending anything: the
+// client here has no connection.
+func TestTryLockFireInputs(t *testing.T) {
+	p, err := shedlocketcd.NewProvider(&clientv3.Client{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	cfg := shedlock.LockConfig{Name: "report", LockAtMostFor: time.Minute}
+	if _, err := p.TryLockFire(ctx, cfg, time.UnixMilli(-1)); !errors.Is(err, shedlock.ErrInvalidConfig) {
+		t.Errorf("fire time before 1970: %v; want ErrInvalidConfig", err)
+	}
+	if _, err := p.TryLockFire(ctx, shedlock.LockConfig{Name: "report"}, time.Now()); !errors.Is(err, shedlock.ErrInvalidConfig) {
+		t.Errorf("no LockAtMostFor: %v; want ErrInvalidConfig", err)
+	}
+}

@@ -41,15 +41,21 @@ type lock struct {
 func (l *lock) Unlock(ctx context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	return l.unlock(ctx)
+}
+
+// unlock is Unlock, l.mu held; also are sent in the releasing transaction's
+// success branch, beside the key's delete or move (UnlockSucceeded's record).
+func (l *lock) unlock(ctx context.Context, also ...clientv3.Op) error {
 	if l.done {
 		return shedlock.ErrLockLost
 	}
 	// The lease of LockAtLeastFor began before its grant was answered: once
 	// its TTL has passed since then, it has surely ended.
 	keep := l.least.id != clientv3.NoLease && time.Since(l.least.got) < l.least.ttl
-	resp, err := l.release(ctx, keep)
+	resp, err := l.release(ctx, keep, also)
 	if keep && errLeaseNotFound(err) {
-		resp, err = l.release(ctx, false)
+		resp, err = l.release(ctx, false, also)
 	}
 	if err != nil {
 		return fmt.Errorf("%w: lock %q: %w", shedlock.ErrReleaseFailed, l.name, err)
@@ -63,15 +69,15 @@ func (l *lock) Unlock(ctx context.Context) error {
 }
 
 // release sends the guarded transaction of Unlock: keep moves the key to the
-// lease of LockAtLeastFor, else it is deleted.
-func (l *lock) release(ctx context.Context, keep bool) (*clientv3.TxnResponse, error) {
+// lease of LockAtLeastFor, else it is deleted; also follow in the same branch.
+func (l *lock) release(ctx context.Context, keep bool, also []clientv3.Op) (*clientv3.TxnResponse, error) {
 	op := clientv3.OpDelete(l.key)
 	if keep {
 		op = clientv3.OpPut(l.key, l.value, clientv3.WithLease(l.least.id))
 	}
 	return l.p.client.Txn(ctx).
 		If(clientv3.Compare(clientv3.ModRevision(l.key), "=", l.modRev)).
-		Then(op).
+		Then(append([]clientv3.Op{op}, also...)...).
 		Commit()
 }
 

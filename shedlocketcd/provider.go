@@ -24,12 +24,13 @@ const KeyPrefix = "shedlock"
 // Provider takes locks in etcd, one key per lock name, each attached to a lease
 // of its own. It is safe for concurrent use and keeps no state per name.
 type Provider struct {
-	client   *clientv3.Client
-	lockedBy string
-	prefix   string // shedlock:<env>:
-	suffix   string // @<lockedBy>#<token of this provider>.
-	seq      atomic.Uint64
-	now      func() time.Time // the time written into values, for readers only
+	client      *clientv3.Client
+	lockedBy    string
+	prefix      string // shedlock:<env>:
+	firedPrefix string // shedlock-fired:<env>:
+	suffix      string // @<lockedBy>#<token of this provider>.
+	seq         atomic.Uint64
+	now         func() time.Time // the time written into values, for readers only
 }
 
 var (
@@ -61,11 +62,12 @@ func NewProvider(client *clientv3.Client, opts ...Option) (*Provider, error) {
 	var token [6]byte
 	_, _ = rand.Read(token[:]) // crypto/rand.Read never fails on supported platforms
 	return &Provider{
-		client:   client,
-		lockedBy: o.lockedBy,
-		prefix:   KeyPrefix + ":" + o.env + ":",
-		suffix:   "@" + o.lockedBy + "#" + hex.EncodeToString(token[:]) + ".",
-		now:      time.Now,
+		client:      client,
+		lockedBy:    o.lockedBy,
+		prefix:      KeyPrefix + ":" + o.env + ":",
+		firedPrefix: FiredPrefix + ":" + o.env + ":",
+		suffix:      "@" + o.lockedBy + "#" + hex.EncodeToString(token[:]) + ".",
+		now:         time.Now,
 	}, nil
 }
 
@@ -100,6 +102,26 @@ func (p *Provider) TryLock(ctx context.Context, cfg shedlock.LockConfig) (shedlo
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	l, err := p.acquire(ctx, cfg, func(key string, put clientv3.Op) (*clientv3.TxnResponse, bool, error) {
+		resp, err := p.client.Txn(ctx).
+			If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+			Then(put).
+			Commit()
+		return resp, err == nil && resp.Succeeded, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// take sends the one transaction that puts a lock's key (put, attached to its
+// lease) if the lock is free: its answer, and whether the put was made.
+type take func(key string, put clientv3.Op) (resp *clientv3.TxnResponse, took bool, err error)
+
+// acquire grants the leases of cfg's lock and sends take; ErrNotAcquired when
+// take made no put, and the leases are revoked.
+func (p *Provider) acquire(ctx context.Context, cfg shedlock.LockConfig, take take) (*lock, error) {
 	l := &lock{p: p, name: cfg.Name, key: p.Key(cfg.Name), value: p.value(), askedLeast: cfg.LockAtLeastFor}
 	sent := time.Now()
 	var least chan grant
@@ -123,11 +145,8 @@ func (p *Provider) TryLock(ctx context.Context, cfg shedlock.LockConfig) (shedlo
 		return nil, fmt.Errorf("shedlock: acquire %q: grant a lease: %w", cfg.Name, most.err)
 	}
 	l.most = most
-	resp, err := p.client.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(l.key), "=", 0)).
-		Then(clientv3.OpPut(l.key, l.value, clientv3.WithLease(most.id))).
-		Commit()
-	if err != nil || !resp.Succeeded {
+	resp, took, err := take(l.key, clientv3.OpPut(l.key, l.value, clientv3.WithLease(most.id)))
+	if err != nil || !took {
 		// The put may have been made even when the reply was lost: revoking
 		// the lease then deletes this key, which is ours, and no other.
 		l.revokeLeases(ctx)
