@@ -29,7 +29,7 @@ const (
 	envCatchUpStore   = "SHEDLOCK_CATCHUP_STORE"   // MySQL, PostgreSQL, SQLite, Redis
 	envCatchUpAddr    = "SHEDLOCK_CATCHUP_ADDR"    // the store's DSN, file or address
 	envCatchUpTable   = "SHEDLOCK_CATCHUP_TABLE"   // the lock table (Redis: the env)
-	envCatchUpJournal = "SHEDLOCK_CATCHUP_JOURNAL" // the file each run appends "start|done <pod> <unix nanos>" to
+	envCatchUpJournal = "SHEDLOCK_CATCHUP_JOURNAL" // the file each pod appends "up|start|done <pod> <unix nanos>" to
 	envCatchUpWork    = "SHEDLOCK_CATCHUP_WORK"    // how long a run works
 
 	catchUpMostFor = 2 * time.Second
@@ -82,6 +82,7 @@ func catchUpPodMain() int {
 		return 2
 	}
 	c.Start()
+	note("up")
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM)
 	<-sig
@@ -180,6 +181,9 @@ func TestCatchUpKilledMidRun(t *testing.T) {
 			pod1 := start("pod1", time.Hour)
 			awaitJournal(t, journal, "start", "pod1", 30*time.Second)
 			pod2 := start("pod2", 100*time.Millisecond)
+			// pod2 up before the kill: the bound below is the store's and the
+			// retry's, not a loaded machine's start of a race-built process.
+			awaitJournal(t, journal, "up", "pod2", 30*time.Second)
 			require.NoError(t, pod1.Process.Signal(syscall.SIGKILL))
 			killed := time.Now()
 			_ = pod1.Wait()
