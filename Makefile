@@ -54,7 +54,7 @@ chaos:
 
 ## chaos-etcd: 4 worker processes contend for 3 names on a private three-member etcd
 ## cluster for 60 s while the leader member is SIGKILLed and restarted twice and one
-## worker's connections are reset: 0 lost updates, 0 overlaps (make test runs 12 s)
+## worker's connections are reset: 0 lost updates, 0 overlaps (make check runs it)
 chaos-etcd:
 	cd integration && $(GO) test -race -count=1 -run '^TestEtcdChaos$$' -v ./etcd -etcd.chaos=60s
 
