@@ -15,9 +15,16 @@ package shedlockredis
 // replicate_commands, before any write, asks for it on older servers. Lua numbers are doubles,
 // exact to 2^53; a token is about 2^51 until the year 2041 and is written with
 // %.0f, never in the exponent form Lua's tostring would give it.
-const acquireScript = `
+const acquireScript = effectsReplication + acquireTake
+
+// effectsReplication opens a script that writes after TIME.
+const effectsReplication = `
 if redis.replicate_commands then redis.replicate_commands() end
-if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return false end
+`
+
+// acquireTake is acquireScript after its opening line: SET NX PX, then the
+// fencing token. fireAcquireScript sends it after its own check.
+const acquireTake = `if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return false end
 local t = redis.call('TIME')
 local fence = tonumber(redis.call('GET', KEYS[2]) or '0') + 1
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -39,9 +46,16 @@ return fence
 //
 // A key without a time to live (PTTL -1, someone ran PERSIST) keeps ARGV[2]:
 // longer than needed rather than shorter.
-const releaseScript = `
+const releaseScript = releaseOurs + releaseKeep
+
+// releaseOurs opens a release: nothing unless the lock is this acquisition's.
+const releaseOurs = `
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-local keep = tonumber(ARGV[2])
+`
+
+// releaseKeep is the rest of releaseScript: keep what is left of
+// LockAtLeastFor, or delete the key. fireReleaseScript sends it after its record.
+const releaseKeep = `local keep = tonumber(ARGV[2])
 local pttl = redis.call('PTTL', KEYS[1])
 if pttl >= 0 then keep = keep - (tonumber(ARGV[3]) - pttl) end
 if keep > 0 then
@@ -113,33 +127,13 @@ return out
 // in the lock's fired key (KEYS[3], see FiredKey) is older, or there is none,
 // so that a fire time that succeeded is never taken again. Java ShedLock pods
 // neither read nor write the fired key.
-const fireAcquireScript = `
-if redis.replicate_commands then redis.replicate_commands() end
-local last = redis.call('GET', KEYS[3])
+const fireAcquireScript = effectsReplication + `local last = redis.call('GET', KEYS[3])
 if last and tonumber(last) >= tonumber(ARGV[3]) then return false end
-if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return false end
-local t = redis.call('TIME')
-local fence = tonumber(redis.call('GET', KEYS[2]) or '0') + 1
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-if fence < now then fence = now end
-redis.call('SET', KEYS[2], string.format('%.0f', fence))
-return fence
-`
+` + acquireTake
 
 // fireReleaseScript is releaseScript for a CatchUp run that succeeded: while
 // the key still holds this acquisition's value, it also records the run's fire
 // time (ARGV[4]) in the fired key (KEYS[2]), unless a later one is recorded.
-const fireReleaseScript = `
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-local last = redis.call('GET', KEYS[2])
+const fireReleaseScript = releaseOurs + `local last = redis.call('GET', KEYS[2])
 if not last or tonumber(last) < tonumber(ARGV[4]) then redis.call('SET', KEYS[2], ARGV[4]) end
-local keep = tonumber(ARGV[2])
-local pttl = redis.call('PTTL', KEYS[1])
-if pttl >= 0 then keep = keep - (tonumber(ARGV[3]) - pttl) end
-if keep > 0 then
-  redis.call('PEXPIRE', KEYS[1], keep)
-else
-  redis.call('DEL', KEYS[1])
-end
-return 1
-`
+` + releaseKeep
