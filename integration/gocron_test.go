@@ -119,8 +119,13 @@ func (sc offsetScenario) start(t *testing.T, providers []shedlock.LockProvider, 
 		}
 		s, err := gocron.NewScheduler(schedOpts...)
 		require.NoError(t, err)
+		own := start.Add(time.Duration(pod) * offsetStep) // this pod's first fire time
 		_, err = s.NewJob(gocron.DurationJob(offsetInterval), gocron.NewTask(func() {
-			tick := int(math.Round(float64(time.Since(start)) / float64(offsetInterval)))
+			// The tick is the pod's last fire time before the run, not the
+			// nearest: a run that waited on a busy store (SQLite's busy wait on
+			// a loaded machine took over half a second) belongs to the tick it
+			// was fired for. Its timer may fire a little early: 50 ms of slack.
+			tick := int(math.Floor(float64(time.Since(own)+50*time.Millisecond) / float64(offsetInterval)))
 			r.mu.Lock()
 			r.byTick[tick] = append(r.byTick[tick], pod)
 			r.mu.Unlock()
