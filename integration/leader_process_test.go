@@ -203,7 +203,11 @@ func leaderFailovers(t *testing.T, store string, kills int) {
 		if sig == syscall.SIGTERM {
 			bound = leaderRetry
 		}
-		// The bound, and the scheduling of 5 processes and the servers on a small machine.
-		assert.Less(t, worst, bound+time.Second, "%v: failover max", sig)
+		// The bound, and the scheduling of 5 processes and the servers on a small
+		// machine: 2 s, since in CI runs beside the integration module's other
+		// tests statements waited past the 1 s acquire bound (2.4 and 2.5 s
+		// failovers). A failover that never comes, or waits out three leases, still
+		// misses it.
+		assert.Less(t, worst, bound+2*time.Second, "%v: failover max", sig)
 	}
 }
