@@ -14,11 +14,11 @@ import (
 )
 
 // newEtcdClient starts a private three-member cluster (internal/testkit/etcdcluster)
-// for b, its data in memory (see etcdcluster.NewInMemory), and returns a
+// for b, its data in memory (see etcdcluster.New), and returns a
 // client on it: one gRPC connection, as every client has.
 func newEtcdClient(b *testing.B) *clientv3.Client {
 	b.Helper()
-	c := etcdcluster.NewInMemory(b, 3)
+	c := etcdcluster.New(b, 3)
 	cli, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints(), DialTimeout: 5 * time.Second})
 	if err != nil {
 		b.Fatal(err)

@@ -238,10 +238,13 @@ func (p *proc) stop(timeout time.Duration) error {
 	}
 }
 
-// pickVictim prefers, HolderShare of the time, a pod that is running a job now.
+// pickVictim picks, HolderShare of the time, a pod running a job, waiting for
+// one: where a lock outlives its run (etcd keeps a 100ms LockAtLeastFor for
+// its 2s minimum TTL), pods run jobs a small share of the time, and a pod
+// picked when none happened to be running rarely held a lock.
 func (c SupervisorConfig) pickVictim(ctx context.Context, procs []*proc) int {
 	if rand.Float64() < c.HolderShare {
-		return c.pickHolder(ctx, procs, rand.N(len(procs)))
+		return c.waitHolder(ctx, procs, rand.N(len(procs)))
 	}
 	return rand.N(len(procs))
 }

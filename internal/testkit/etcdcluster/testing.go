@@ -8,18 +8,14 @@ import (
 )
 
 // New starts a cluster of n members for t, stopped when t ends (their logs in
-// t's temporary directory). Without an etcd binary it skips t, naming the
-// store for SHEDLOCK_SKIP_STORES=etcd, or fails it under CI=true.
+// its data directory), with the members' data in a directory of /dev/shm (a
+// tmpfs, where a sync costs no disk write) when there is one: the disk's fsync
+// latency, shared with every other process of a busy machine, stalled the
+// cluster's heartbeats and lease expiry past the tests' bounds, and a member
+// SIGKILLed by a test keeps its data there all the same. Without an etcd
+// binary it skips t, naming the store for SHEDLOCK_SKIP_STORES=etcd, or fails
+// it under CI=true.
 func New(t testing.TB, n int) *Cluster {
-	t.Helper()
-	return start(t, n, "")
-}
-
-// NewInMemory is New with the members' data in a directory of /dev/shm (a
-// tmpfs, where a sync costs no disk write) when there is one: for benchmarks,
-// where the disk's fsync latency, shared with every other process, would
-// swamp what is measured.
-func NewInMemory(t testing.TB, n int) *Cluster {
 	t.Helper()
 	dir := ""
 	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
