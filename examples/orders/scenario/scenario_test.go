@@ -113,6 +113,45 @@ func unlockedProblems(s shop.Summary) []string {
 	return p
 }
 
+// checkLocked fails the test with each of lockedProblems, and then shows the
+// journal and the pods' logs: what ran when, and what each pod said of it.
+func checkLocked(t *testing.T, c scenario.Config, s shop.Summary) {
+	t.Helper()
+	problems := lockedProblems(s)
+	assertNone(t, problems)
+	if len(problems) == 0 {
+		return
+	}
+	db, err := shop.Open(c.Driver, c.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.QueryContext(context.Background(), "SELECT job, pod, started_at, finished_at FROM job_runs ORDER BY job, started_at")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var b strings.Builder
+	for rows.Next() {
+		var job, pod, started string
+		var finished sql.NullString
+		if err := rows.Scan(&job, &pod, &started, &finished); err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&b, "%s %s %s .. %s\n", job, pod, started, finished.String)
+	}
+	t.Logf("the journal:\n%s", b.String())
+	logs, _ := filepath.Glob(filepath.Join(c.LogDir, "*.log"))
+	for _, l := range logs {
+		out, _ := os.ReadFile(l)
+		if len(out) > 6000 {
+			out = out[len(out)-6000:]
+		}
+		t.Logf("%s (tail):\n%s", filepath.Base(l), out)
+	}
+}
+
 // assertNone fails the test with each problem.
 func assertNone(t *testing.T, problems []string) {
 	t.Helper()
@@ -124,7 +163,8 @@ func assertNone(t *testing.T, problems []string) {
 func scenarios(t *testing.T, driver string, dsn func(t *testing.T) string) {
 	t.Run("WithLock", func(t *testing.T) {
 		t.Parallel()
-		assertNone(t, lockedProblems(run(t, config(t, driver, dsn(t), false))))
+		c := config(t, driver, dsn(t), false)
+		checkLocked(t, c, run(t, c))
 	})
 	t.Run("NoLock", func(t *testing.T) {
 		t.Parallel()
@@ -157,7 +197,7 @@ func TestThreePodsRedisLocks(t *testing.T) {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	c.Locks = shop.LockStore{Kind: shop.Redis, RedisAddr: redisAddr, RedisEnv: "e2e-" + hex.EncodeToString(b[:])}
-	assertNone(t, lockedProblems(run(t, c)))
+	checkLocked(t, c, run(t, c))
 
 	// The locks were Redis's: the data's database has no lock table.
 	db, err := shop.Open(shop.Postgres, dsn)
