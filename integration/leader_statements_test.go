@@ -89,8 +89,13 @@ func TestLeaderStatementsPerMinute(t *testing.T) {
 	scale := float64(15*time.Second) / float64(lease) // to the default lease
 	t.Logf("lease %v, retry %v, %v: leader %.1f statements/min, followers %.1f and %.1f (at the default durations: %.0f, %.0f)",
 		lease, retry, window, perMinute(0), perMinute(1), perMinute(2), perMinute(0)/scale, perMinute(1)/scale)
-	assert.InDelta(t, 12*scale, perMinute(0), 3*scale, "leader: a renewal every lease/3")
+	// What the README claims is a cost: no more than a statement a renewal or
+	// a retry. A busy machine makes each wait longer by its statement's time,
+	// so fewer is no fault, down to half: an instance that stops trying fails.
+	assert.LessOrEqual(t, perMinute(0), 15*scale, "leader: a renewal every lease/3, no more")
+	assert.GreaterOrEqual(t, perMinute(0), 6*scale, "leader: it renews")
 	for _, i := range []int{1, 2} {
-		assert.InDelta(t, 30*scale, perMinute(i), 6*scale, "follower %d: one per retry", i)
+		assert.LessOrEqual(t, perMinute(i), 36*scale, "follower %d: one statement per retry, no more", i)
+		assert.GreaterOrEqual(t, perMinute(i), 15*scale, "follower %d: it keeps trying", i)
 	}
 }
