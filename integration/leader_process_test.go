@@ -86,18 +86,29 @@ func (g *leaderGroupRun) row() (fence int64, writer string) {
 	return fence, writer
 }
 
-// nextTerm waits until a term after fence has written, and returns it.
+// nextTerm waits until a term after fence has written, and returns it: within,
+// and a campaign's bound and a retry more for each campaign that one pod
+// logged as unanswered by the store meanwhile.
 func (g *leaderGroupRun) nextTerm(after int64, within time.Duration) (fence int64, writer string) {
-	deadline := time.Now().Add(within)
+	start := time.Now()
+	deadline := start.Add(within)
 	for {
 		fence, writer = g.row()
 		if fence > after && writer != "" {
 			return fence, writer
 		}
-		require.True(g.t, time.Now().Before(deadline), "no new term after token %d within %v", after, within)
+		if now := time.Now(); !now.Before(deadline) {
+			stalled := time.Duration(g.failedCampaigns(start, now)) * campaignCost
+			require.True(g.t, now.Before(start.Add(within+stalled)),
+				"no new term after token %d within %v (and %v of campaigns unanswered by the store)", after, within, stalled)
+		}
 		time.Sleep(2 * time.Millisecond) // a poll with a deadline
 	}
 }
+
+// campaignCost is what a campaign that the store left unanswered costs a pod:
+// the attempt's bound, then a retry period.
+const campaignCost = leaderLease - leaderMargin + leaderRetry
 
 // failedCampaigns returns the most campaigns that one pod logged as failed
 // (the store did not answer within the attempt's bound) between from and to:
@@ -176,7 +187,7 @@ func leaderFailovers(t *testing.T, store string, kills int) {
 		within := leaderLease + leaderRetry + 5*time.Second
 		next, nextWriter := g.nextTerm(fence, within)
 		took[sig] = append(took[sig], time.Since(sent))
-		stall := time.Duration(g.failedCampaigns(sent, time.Now())) * (leaderLease - leaderMargin + leaderRetry)
+		stall := time.Duration(g.failedCampaigns(sent, time.Now())) * campaignCost
 		stalled[sig] = max(stalled[sig], stall)
 		require.NotEqual(t, writer, nextWriter, "the new term is another pod's")
 		switch sig {
