@@ -15,6 +15,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/shedlock-go/shedlock"
+	"github.com/shedlock-go/shedlock/internal/apply"
 )
 
 // KeyPrefix begins every lock's key, shedlock:<env>:<name>, as in Java
@@ -48,13 +49,8 @@ func NewProvider(client *clientv3.Client, opts ...Option) (*Provider, error) {
 		return nil, fmt.Errorf("%w: shedlocketcd.NewProvider: nil client", shedlock.ErrInvalidOption)
 	}
 	o := options{env: DefaultEnv}
-	for i, opt := range opts {
-		if opt == nil {
-			return nil, fmt.Errorf("%w: shedlocketcd.NewProvider: option %d is nil", shedlock.ErrInvalidOption, i)
-		}
-		if err := opt(&o); err != nil {
-			return nil, err
-		}
+	if err := apply.Options("shedlocketcd.NewProvider", &o, opts); err != nil {
+		return nil, err
 	}
 	if o.lockedBy == "" {
 		o.lockedBy = hostName()

@@ -2,8 +2,8 @@
 // this repository: a constructor's options, each a func(*T) error, apply in
 // order, and the first nil or bad one is the error.
 //
-// The sibling modules (shedlockredis, shedlockprom, shedlockotel,
-// shedlockgocron) import it across module lines, which Go allows for
+// The sibling modules (shedlockredis, shedlocketcd, shedlockprom,
+// shedlockotel, shedlockgocron) import it across module lines, which Go allows for
 // github.com/shedlock-go/shedlock/... paths. A sibling of one release may
 // then be built with the root of a later one, so what is here is a contract
 // between modules: add, never change or remove.
