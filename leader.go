@@ -66,6 +66,11 @@ type Leader struct {
 	done     chan struct{} // closed when the campaign loop has returned
 	wake     chan struct{} // a term ended: campaign now
 
+	stopCause error         // the leadership context's cause on Stop
+	stopTurn  chan struct{} // held by the Stop call that carries the shutdown on
+	stopOut   chan struct{} // closed once the shutdown is done; stopErr is its outcome
+	stopErr   error
+
 	mu      sync.Mutex
 	started bool
 	stopped bool
@@ -93,7 +98,8 @@ func NewLeader(p LockProvider, name string, lease time.Duration, opts ...LeaderO
 		return nil, err
 	}
 	l := &Leader{provider: p, cfg: cfg, opts: o, events: newEventQueue(o.listeners, o.log),
-		done: make(chan struct{}), wake: make(chan struct{}, 1)}
+		done: make(chan struct{}), wake: make(chan struct{}, 1),
+		stopCause: leaderStopped{name}, stopTurn: make(chan struct{}, 1), stopOut: make(chan struct{})}
 	l.loopCtx, l.stopLoop = context.WithCancel(context.Background())
 	return l, nil
 }
@@ -110,41 +116,67 @@ func (l *Leader) Start() {
 	go l.loop()
 }
 
-// Stop ends the campaign: the leadership's context ends with the cause
-// ErrStopped, jobs run by OnlyWhenLeading are waited for, then the lease is
-// released, so that a follower leads within one retry period and no job of
-// this instance runs beside its. It waits, within ctx, for the campaign and
-// the jobs to end and for the listeners to receive the last events; it
-// returns an error if ctx ends first (the lease is then not released: it
-// stays until its end in the store) or the release fails. Calls after the
-// first return nil.
+// Stop ends the campaign: the leadership's context ends with a cause
+// wrapping ErrStopped, jobs run under the leadership (OnlyWhenLeading,
+// EnterJob) are waited for, then the lease is released, so that a follower
+// leads within one retry period and no job of this instance runs beside its.
+// It waits, within ctx, for the campaign and the jobs to end and for the
+// listeners to receive the last events; it returns an error if ctx ends first
+// (the lease is not released yet: a later Stop goes on with the shutdown, and
+// without one the lease stays until its end in the store) or the release
+// fails. Every call, concurrent or later, waits for the same shutdown and
+// returns its outcome.
 func (l *Leader) Stop(ctx context.Context) error {
 	l.mu.Lock()
-	if l.stopped {
-		l.mu.Unlock()
-		return nil
-	}
+	first := !l.stopped
 	l.stopped = true
+	l.mu.Unlock()
+	if first {
+		l.stopLoop()
+		l.endCurrent(l.stopCause) // before the release: no one acts past it
+	}
+	select { // one call at a time carries the shutdown on
+	case l.stopTurn <- struct{}{}:
+	case <-l.stopOut:
+		return l.stopErr
+	case <-ctx.Done():
+		return fmt.Errorf("shedlock: leader %q: stop: another Stop is under way: %w", l.cfg.Name, ctx.Err())
+	}
+	defer func() { <-l.stopTurn }()
+	select {
+	case <-l.stopOut:
+		return l.stopErr
+	default:
+	}
+	final, err := l.shutdown(ctx)
+	if final {
+		l.stopErr = err
+		close(l.stopOut)
+	}
+	return err
+}
+
+// shutdown carries Stop's steps on from where an earlier call left them;
+// final is false when ctx ended before they were all done, so that a later
+// Stop can finish them. The caller holds stopTurn.
+func (l *Leader) shutdown(ctx context.Context) (final bool, err error) {
+	l.mu.Lock()
 	started := l.started
 	l.mu.Unlock()
-	l.stopLoop()
-	l.endCurrent(ErrStopped) // before the release: no one acts past it
 	if started {
 		select {
 		case <-l.done:
 		case <-ctx.Done():
-			return fmt.Errorf("shedlock: leader %q: stop: the campaign did not end: %w", l.cfg.Name, ctx.Err())
+			return false, fmt.Errorf("shedlock: leader %q: stop: the campaign did not end: %w", l.cfg.Name, ctx.Err())
 		}
 	}
-	l.endCurrent(ErrStopped) // a term the campaign began as Stop came
+	l.endCurrent(l.stopCause) // a term the campaign began as Stop came
 	if err := l.waitJobs(ctx); err != nil {
-		return err
+		return false, err
 	}
 	l.mu.Lock()
 	held := l.held
-	l.held = nil
 	l.mu.Unlock()
-	var err error
 	if held != nil {
 		if err = held.Unlock(ctx); errors.Is(err, ErrLockLost) {
 			err = nil // taken by another since: nothing of ours to free
@@ -153,11 +185,25 @@ func (l *Leader) Stop(ctx context.Context) error {
 			l.opts.log.WarnContext(ctx, "shedlock: leader could not release its lease; it stays until its end",
 				"leader", l.cfg.Name, "error", err)
 			err = fmt.Errorf("shedlock: leader %q: release: %w", l.cfg.Name, err)
+			if ctx.Err() != nil {
+				return false, err // a later Stop may release it yet
+			}
 		}
+		l.mu.Lock()
+		l.held = nil
+		l.mu.Unlock()
 	}
 	l.events.Wait(ctx)
-	return err
+	return true, err
 }
+
+// leaderStopped is the cause of a leadership's context that Stop ended: it
+// is ErrStopped for errors.Is, and names the leader.
+type leaderStopped struct{ name string }
+
+func (e leaderStopped) Error() string { return fmt.Sprintf("shedlock: leader %q stopped", e.name) }
+
+func (leaderStopped) Is(target error) bool { return target == ErrStopped }
 
 // IsLeader reports whether this instance leads now: a term is under way and
 // its context has not ended. It costs no statement.
@@ -165,7 +211,7 @@ func (l *Leader) IsLeader() bool { return l.live() != nil }
 
 // Context is the leadership's context while this instance leads: it ends
 // before the lease could end in the store (cause wrapping ErrLockLost), or on
-// Stop (cause ErrStopped). It carries the term's lock, so that
+// Stop (cause wrapping ErrStopped). It carries the term's lock, so that
 // FenceFromContext gives the term's fencing token and AssertLocked passes
 // while it lasts; the lock refuses Unlock and Extend, which are the leader's.
 // While this instance does not lead, leading is false and ctx has ended, with
@@ -197,6 +243,23 @@ func (l *Leader) live() *term {
 		return nil
 	}
 	return t
+}
+
+// EnterJob counts a job that starts now under the leadership, for a
+// scheduler that calls jobs without OnlyWhenLeading (which does this itself):
+// while this instance leads, it returns the leadership's context, leading
+// true, and leave, to call once the job has returned. Stop waits for every job
+// entered and not yet left before it releases the lease, so that no job of
+// this instance runs beside the next leader's. While this instance does not
+// lead, or once Stop has begun, leading is false, ctx has ended, and leave
+// does nothing: skip the job. leave may be called more than once.
+func (l *Leader) EnterJob() (ctx context.Context, leave func(), leading bool) {
+	ctx, leading = l.enterJob()
+	if !leading {
+		return ctx, func() {}, false
+	}
+	var once sync.Once
+	return ctx, func() { once.Do(l.leaveJob) }, true
 }
 
 // enterJob returns the leadership's context for a job that runs now, and

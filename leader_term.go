@@ -197,11 +197,23 @@ func (t *term) endLocked(cause error) {
 type leaderLock struct{ t *term }
 
 func (ll leaderLock) Unlock(context.Context) error {
-	return fmt.Errorf("shedlock: leader %q: the lease is released by Leader.Stop", ll.t.l.cfg.Name)
+	return ll.refuse("the lease is released by Leader.Stop")
 }
 
 func (ll leaderLock) Extend(context.Context, time.Duration, time.Duration) error {
-	return fmt.Errorf("shedlock: leader %q: the lease is renewed by the leader", ll.t.l.cfg.Name)
+	return ll.refuse("the lease is renewed by the leader")
+}
+
+// refuse is the error of an Unlock or Extend, which the leader alone makes:
+// errors.ErrUnsupported, as a task's lock refuses Unlock, and ErrLockLost
+// too once the term has ended, as Extend's contract says of a lock no longer
+// ours.
+func (ll leaderLock) refuse(why string) error {
+	err := fmt.Errorf("shedlock: leader %q: %s: %w", ll.t.l.cfg.Name, why, errors.ErrUnsupported)
+	if held := ll.CheckHeld(); held != nil {
+		err = fmt.Errorf("%w; %w", err, held)
+	}
+	return err
 }
 
 // Fence returns the term's fencing token.
