@@ -57,8 +57,14 @@ func CatchUp(window time.Duration) JobOption {
 
 // CatchUpRetry sets how long after a check that did not see its fire time
 // succeed an instance checks a CatchUp job again. Default
-// DefaultCatchUpRetry; never past the fire time's window. d must be > 0. Without
-// CatchUp it changes nothing.
+// DefaultCatchUpRetry, or half the window if that is shorter; never past the
+// fire time's window. d must be > 0, and shorter than CatchUp's window
+// (Schedule refuses it with ErrInvalidOption otherwise: a failed run would
+// never be retried within its window). Without CatchUp it changes nothing.
+//
+// A checker also looks for its job's cron entry every retry delay (at least
+// every second) while it has nothing due, and ends once the entry has been
+// removed (c.Remove).
 func CatchUpRetry(d time.Duration) JobOption {
 	return func(o *jobOptions) error {
 		if d <= 0 {
@@ -67,6 +73,21 @@ func CatchUpRetry(d time.Duration) JobOption {
 		o.catchUpRetry = d
 		return nil
 	}
+}
+
+// catchUpRetryDelay is the retry delay of a CatchUp job: CatchUpRetry's, which
+// must be shorter than the window, or DefaultCatchUpRetry, no longer than
+// half the window, so that a failed run is retried within it.
+func (o jobOptions) catchUpRetryDelay(name string) (time.Duration, error) {
+	if o.catchUpRetry == 0 {
+		return min(DefaultCatchUpRetry, o.catchUp/2), nil
+	}
+	if o.catchUpRetry >= o.catchUp {
+		return 0, fmt.Errorf("%w: lock %q: CatchUpRetry (%v) must be shorter than the CatchUp window (%v): "+
+			"a run that fails is retried that long after, and past the window it is not run at all",
+			ErrInvalidOption, name, o.catchUpRetry, o.catchUp)
+	}
+	return o.catchUpRetry, nil
 }
 
 // FireLocker is a LockProvider that records, beside each lock, the fire time

@@ -79,25 +79,40 @@ func (cj *catchUpJob) loop() {
 		cj.mu.Lock()
 		wake := cj.wake
 		cj.mu.Unlock()
-		var at <-chan time.Time
-		if !wake.IsZero() {
-			t.Reset(time.Until(wake))
-			at = t.C
+		// robfig/cron tells no one of a removal (c.Remove): the checker looks
+		// for its entry at least every entryPoll, so that it ends with the entry
+		// rather than at Stop, and a job removed and added again leaves none behind.
+		poll := time.Now().Add(cj.entryPoll())
+		due := !wake.IsZero() && !wake.After(poll)
+		if !due {
+			wake = poll
 		}
+		t.Reset(time.Until(wake))
 		select {
 		case <-base.Done():
 			return
 		case <-cj.kick:
 			t.Stop()
 			continue
-		case <-at:
+		case <-t.C:
 		}
 		if !cj.c.Entry(cj.id).Valid() {
 			return
 		}
-		cj.check()
+		if due {
+			cj.check()
+		}
 	}
 }
+
+// minEntryPoll bounds how often an idle checker looks for its entry: each
+// look copies c's entries, and a short retry delay is for failed runs, not
+// for this.
+const minEntryPoll = time.Second
+
+// entryPoll is how often the checker looks for its entry while it has
+// nothing due sooner: the retry delay, at least minEntryPoll.
+func (cj *catchUpJob) entryPoll() time.Duration { return max(cj.retry, minEntryPoll) }
 
 // fired is the attempt cron made at fire: the checker re-arms for it.
 func (cj *catchUpJob) fired(fire time.Time, o fireOutcome) {

@@ -130,8 +130,7 @@ func TestCatchUpMissedFireTime(t *testing.T) {
 	}
 	p.takes.Store(0)
 	// A window of a millisecond: the last hour's fire time is past it at start.
-	if _, err := ex.Schedule(c, "0 0 * * * *", cfg, noop, shedlock.CatchUp(time.Millisecond),
-		shedlock.CatchUpRetry(time.Millisecond)); err != nil {
+	if _, err := ex.Schedule(c, "0 0 * * * *", cfg, noop, shedlock.CatchUp(time.Millisecond)); err != nil {
 		t.Fatal(err)
 	}
 	var ev shedlock.Event

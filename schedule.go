@@ -1,7 +1,6 @@
 package shedlock
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -103,11 +102,15 @@ func (e *Executor) Schedule(c *cron.Cron, spec string, cfg LockConfig,
 			"that fire within it must find the lock held", ErrInvalidConfig, cfg.Name, cfg.LockAtMostFor, o.skew)
 	}
 	var fl FireLocker
+	var retry time.Duration
 	if o.catchUp > 0 {
 		var ok bool
 		if fl, ok = e.provider.(FireLocker); !ok {
 			return 0, fmt.Errorf("%w: lock %q: CatchUp needs a provider that records fire times (FireLocker); %T does not",
 				ErrInvalidOption, cfg.Name, e.provider)
+		}
+		if retry, err = o.catchUpRetryDelay(cfg.Name); err != nil {
+			return 0, err
 		}
 	}
 	if err := e.register(cfg); err != nil {
@@ -115,7 +118,7 @@ func (e *Executor) Schedule(c *cron.Cron, spec string, cfg LockConfig,
 	}
 	j := &scheduledJob{e: e, cfg: cfg, task: task, o: o, loc: c.Location(), ready: make(chan struct{})}
 	if fl != nil {
-		j.cu = &catchUpJob{j: j, fl: fl, window: o.catchUp, retry: cmp.Or(o.catchUpRetry, DefaultCatchUpRetry),
+		j.cu = &catchUpJob{j: j, fl: fl, window: o.catchUp, retry: retry,
 			kick: make(chan struct{}, 1), c: c}
 	}
 	id, err := c.AddJob(spec, j)
