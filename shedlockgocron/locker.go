@@ -72,7 +72,8 @@ type Locker struct {
 	provider shedlock.LockProvider
 	defaults durations
 	jobs     map[string]durations
-	timeout  time.Duration
+	timeout  time.Duration // each release (WithUnlockTimeout)
+	lockWait time.Duration // each take (WithLockTimeout)
 	log      *slog.Logger
 }
 
@@ -93,7 +94,8 @@ func NewLocker(p shedlock.LockProvider, lockAtMostFor, lockAtLeastFor time.Durat
 		provider: p,
 		defaults: durations{lockAtMostFor, lockAtLeastFor},
 		jobs:     map[string]durations{},
-		timeout:  10 * time.Second,
+		timeout:  DefaultUnlockTimeout,
+		lockWait: DefaultLockTimeout,
 		log:      slog.Default(),
 	}
 	if err := apply.Options("shedlockgocron.NewLocker", l, opts); err != nil {
@@ -127,8 +129,10 @@ func (l *Locker) config(key string) shedlock.LockConfig {
 	return shedlock.LockConfig{Name: key, LockAtMostFor: d.mostFor, LockAtLeastFor: d.leastFor}
 }
 
-// Lock takes the lock of the job named key, for gocron. An error tells gocron to
-// skip this run: shedlock.ErrNotAcquired when another instance holds it (logged
+// Lock takes the lock of the job named key, for gocron, within WithLockTimeout
+// (default DefaultLockTimeout) or ctx, whichever ends first: gocron waits for
+// Lock in the goroutine that runs the job, so a store that stops answering
+// must not hold it. An error tells gocron to skip this run: shedlock.ErrNotAcquired when another instance holds it (logged
 // at debug level), any other error when the store failed or the name is not a
 // valid lock name (logged at error level, since gocron drops it unless the job
 // has an AfterLockError listener). A job without gocron.WithName whose function
@@ -140,7 +144,9 @@ func (l *Locker) Lock(ctx context.Context, key string) (gocron.Lock, error) {
 		return nil, err
 	}
 	cfg := l.config(key)
-	lock, err := l.provider.TryLock(ctx, cfg)
+	tctx, cancel := context.WithTimeout(ctx, l.lockWait)
+	lock, err := l.provider.TryLock(tctx, cfg)
+	cancel()
 	switch {
 	case errors.Is(err, shedlock.ErrNotAcquired):
 		l.log.DebugContext(ctx, "shedlock: job skipped: its lock is held", "lock", key)

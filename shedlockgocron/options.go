@@ -26,7 +26,30 @@ func WithJob(name string, lockAtMostFor, lockAtLeastFor time.Duration) Option {
 	}
 }
 
-// WithUnlockTimeout bounds each release (default 10s).
+// The default bounds of a Locker's statements.
+const (
+	// DefaultLockTimeout bounds each take of a lock (Locker.Lock), unless
+	// WithLockTimeout says otherwise.
+	DefaultLockTimeout = 10 * time.Second
+	// DefaultUnlockTimeout bounds each release, unless WithUnlockTimeout says
+	// otherwise.
+	DefaultUnlockTimeout = 10 * time.Second
+)
+
+// WithLockTimeout bounds each take of a lock (default DefaultLockTimeout): a
+// store that does not answer in time is an error, logged, and gocron skips
+// the run. A job context gocron ends sooner ends the take sooner.
+func WithLockTimeout(d time.Duration) Option {
+	return func(l *Locker) error {
+		if d <= 0 {
+			return fmt.Errorf("%w: shedlockgocron.WithLockTimeout(%v): must be > 0", shedlock.ErrInvalidOption, d)
+		}
+		l.lockWait = d
+		return nil
+	}
+}
+
+// WithUnlockTimeout bounds each release (default DefaultUnlockTimeout).
 func WithUnlockTimeout(d time.Duration) Option {
 	return func(l *Locker) error {
 		if d <= 0 {
