@@ -3,6 +3,8 @@ package shedlock
 import (
 	"context"
 	"time"
+
+	"github.com/robfig/cron/v3"
 )
 
 // A herd is many jobs firing at one tick on many pods, draining at the store's
@@ -39,6 +41,14 @@ func ContextWithFireTime(ctx context.Context, fire time.Time) context.Context {
 }
 
 // FireTimeFromContext returns the fire time ContextWithFireTime put in ctx.
+//
+// The executor puts one in each task's context. A job added with Schedule
+// gets its scheduled fire time, the same on every instance (a cron spec's
+// time, in c's location), with CatchUp or without; for CatchUp, a catch-up
+// run gets the fire time it stands for. An @every spec's fire times are each
+// instance's own: its job gets the time cron called it. A WithLock or Wrap
+// job gets the time cron called it (the executor does not know its spec),
+// and Run the caller's fire time, if any.
 func FireTimeFromContext(ctx context.Context) (time.Time, bool) {
 	t, ok := ctx.Value(fireTimeKey{}).(time.Time)
 	return t, ok
@@ -58,4 +68,22 @@ func windowEnd(ctx context.Context, cfg LockConfig, called time.Time) time.Time 
 		fire = called
 	}
 	return fire.Add(cfg.LockAtLeastFor / 2)
+}
+
+// fireTime is the fire time of a Schedule'd job's run that cron called at
+// now: the latest of its spec's fire times, which is the one cron fired (cron
+// calls a job once its time has come), the same on every instance. An @every
+// spec has no shared fire times, and its Next counts from the time given: now
+// stands for it.
+func (j *scheduledJob) fireTime(now time.Time) time.Time {
+	if j.schedule == nil {
+		return now
+	}
+	if _, every := j.schedule.(cron.ConstantDelaySchedule); every {
+		return now
+	}
+	if fire := latestFire(j.schedule.Next, now, checkHorizon); !fire.IsZero() {
+		return fire
+	}
+	return now
 }

@@ -229,7 +229,7 @@ func (j *scheduledJob) Run() {
 	// The fire time bounds the attempt as for WithLock: one that comes later than
 	// half its hold after the fire time (a pod slow to reach it in a herd) is
 	// skipped, rather than hold the lock past the next fire time.
-	_, _ = j.e.run(ContextWithFireTime(j.e.base, now), j.config(now), j.task, j.o) // run logs what fails
+	_, _ = j.e.run(ContextWithFireTime(j.e.base, j.fireTime(now)), j.config(now), j.task, j.o) // run logs what fails
 }
 
 // config is the lock of a run that starts at now: held until the skew bound
