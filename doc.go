@@ -140,10 +140,11 @@
 //
 // A Leader holds one lease per group of jobs instead of a lock per run: jobs
 // wrapped with Leader.OnlyWhenLeading (robfig/cron) or gated by
-// shedlockgocron.NewElector run only on the instance that leads, under the
-// leadership's context, at no statement per run. That context ends a margin
-// before the lease could end in the store, and carries the term's fencing
-// token (FenceFromContext).
+// shedlockgocron.SchedulerOptions run only on the instance that leads, under
+// the leadership's context, at no statement per run. That context ends a
+// margin before the lease could end in the store, and carries the term's
+// fencing token (FenceFromContext). Leader.Stop waits for the jobs running
+// under it before it releases the lease.
 //
 // # Options
 //

@@ -50,17 +50,20 @@ func run() error {
 	leader.Start()
 	defer leader.Stop(context.Background()) // frees the lease: the next pod leads within 2 s
 	c := cron.New(cron.WithChain(leader.OnlyWhenLeading()))
-	// gocron v2: gocron.WithDistributedElector(shedlockgocron.NewElector(leader))
-
-	if _, err := c.AddJob("@every 1m", shedlock.JobFunc(func(ctx context.Context) error {
-		slog.Info("invoicing", "fence", fenceOf(ctx))
-		return nil
-	})); err != nil {
+	// gocron v2: gocron.NewScheduler(shedlockgocron.SchedulerOptions(leader)...)
+	_, err = c.AddJob("@every 1m", shedlock.JobFunc(invoice)) // on the leader only, ctx: its term
+	if err != nil {
 		return err
 	}
 	c.Start()
 	<-ctx.Done()
 	<-c.Stop().Done()
+	return nil
+}
+
+// invoice runs under the leadership's context: it ends when the term does.
+func invoice(ctx context.Context) error {
+	slog.Info("invoicing", "fence", fenceOf(ctx))
 	return nil
 }
 
