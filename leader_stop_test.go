@@ -98,3 +98,40 @@ func TestLeaderContextLockRefusals(t *testing.T) {
 		t.Errorf("the cause of a Stop: %v", cause)
 	}
 }
+
+// A job entered with EnterJob holds Stop's release until it leaves; once Stop
+// has begun, EnterJob refuses new ones.
+func TestLeaderEnterJob(t *testing.T) {
+	t.Parallel()
+	store := shedlocktest.NewMemoryStore()
+	a := newLeader(t, store.Provider("a"), time.Minute)
+	if _, leave, leading := a.EnterJob(); leading {
+		t.Fatal("EnterJob before the leader leads")
+	} else {
+		leave() // does nothing
+	}
+	a.Start()
+	waitLeading(t, 5*time.Second, a)
+	ctx, leave, leading := a.EnterJob()
+	if !leading || ctx.Err() != nil {
+		t.Fatalf("EnterJob while leading: %v, %v", leading, ctx.Err())
+	}
+	stopped := make(chan error, 1)
+	go func() { stopped <- a.Stop(context.Background()) }()
+	<-ctx.Done() // Stop has begun: the term has ended
+	if _, _, again := a.EnterJob(); again {
+		t.Error("EnterJob after Stop began")
+	}
+	cfg := shedlock.LockConfig{Name: "group", LockAtMostFor: time.Minute}
+	if _, err := store.Provider("c").TryLock(context.Background(), cfg); err == nil {
+		t.Fatal("the lease was released while an entered job ran")
+	}
+	leave()
+	leave() // a second call changes nothing
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Provider("c").TryLock(context.Background(), cfg); err != nil {
+		t.Fatalf("the lease after Stop: %v", err)
+	}
+}

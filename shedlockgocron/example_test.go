@@ -42,3 +42,32 @@ func ExampleNewLocker() {
 	s.Start()
 	defer func() { _ = s.Shutdown() }()
 }
+
+// The pods share one leader per group; gocron runs the group's jobs on the
+// pod that leads, and the leader's Stop waits for a run under way before it
+// hands the lease over.
+func ExampleSchedulerOptions() {
+	var provider shedlock.LockProvider // shedlock.NewMySQLProvider(db), as above
+	leader, err := shedlock.NewLeader(provider, "billing", 15*time.Second)
+	if err != nil {
+		log.Fatal(err)
+	}
+	leader.Start()
+	defer leader.Stop(context.Background()) // after s.Shutdown: the runs have ended
+	s, err := gocron.NewScheduler(shedlockgocron.SchedulerOptions(leader)...)
+	if err != nil {
+		log.Fatal(err)
+	}
+	_, err = s.NewJob(gocron.DurationJob(time.Minute), gocron.NewTask(func() {
+		ctx, leading := leader.Context() // ends when the term does
+		if !leading {
+			return
+		}
+		_ = ctx // write with shedlock.FenceFromContext(ctx)'s token
+	}), gocron.WithName("invoicing"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	s.Start()
+	defer func() { _ = s.Shutdown() }()
+}

@@ -17,10 +17,14 @@
 // first run (gocron shows a locker no job at registration), with an error
 // wrapping shedlock.ErrInvalidConfig, logged, and the run skipped.
 //
-// For one leader per group instead of a lock per run, NewElector turns a
-// shedlock.Leader into a gocron.Elector:
+// For one leader per group instead of a lock per run, SchedulerOptions makes a
+// scheduler run its jobs only while a shedlock.Leader leads, and the leader's
+// Stop wait for the runs under way before it releases the lease:
 //
-//	s, err := gocron.NewScheduler(gocron.WithDistributedElector(shedlockgocron.NewElector(leader)))
+//	s, err := gocron.NewScheduler(shedlockgocron.SchedulerOptions(leader)...)
+//
+// (NewElector alone gives gocron's elector, which cannot tell Stop of a run's
+// end: see NewElector.)
 //
 // # Why LockAtLeastFor
 //
