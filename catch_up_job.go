@@ -92,7 +92,12 @@ func (cj *catchUpJob) loop() {
 		case <-base.Done():
 			return
 		case <-cj.kick:
-			t.Stop()
+			if !t.Stop() { // a main module before go 1.23 keeps a fired timer's value
+				select {
+				case <-t.C:
+				default:
+				}
+			}
 			continue
 		case <-t.C:
 		}
