@@ -34,7 +34,7 @@ func TestMySQLUnknownOutcomes(t *testing.T) {
 
 func TestPostgresUnknownOutcomes(t *testing.T) {
 	t.Parallel()
-	for _, c := range []pgClient{pgxClient, libpqClient} {
+	for _, c := range []pgClient{pgxClient, libpqClient} { // a prepared statement (lib/pq) and a connection's own query (pgx)
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			shedlocktest.RunUnknownOutcomes(t, func(t *testing.T) shedlocktest.NewFaultyProviderFunc {
