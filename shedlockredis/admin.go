@@ -250,7 +250,8 @@ const valuePrefix = "ADDED:"
 // milliseconds (-1 for a key without a time to live).
 func lockInfo(name, value string, pttl int64, serverNow time.Time) shedlock.LockInfo {
 	info := shedlock.LockInfo{Name: name, LockedBy: value}
-	if rest, ok := strings.CutPrefix(value, valuePrefix); ok {
+	// A key kept for LockAtLeastFor after its release is still the holder's.
+	if rest, ok := strings.CutPrefix(strings.TrimSuffix(value, releasedMark), valuePrefix); ok {
 		if at, by, ok := strings.Cut(rest, "@"); ok {
 			if t, err := time.Parse(time.RFC3339Nano, at); err == nil {
 				info.LockedAt, info.LockedBy = t.UTC(), by

@@ -13,8 +13,8 @@
 //	free ──────────────────────────────────────────▶ held by A
 //	▲  ▲                                              │   │
 //	│  └─ Unlock by A (Lua, only while the value is   │   │
-//	│     A's): DEL, or PEXPIRE to what is left of    │   │
-//	│     LockAtLeastFor ◀────────────────────────────┘   │
+//	│     A's): DEL, or SET XX PX to what is left of  │   │
+//	│     LockAtLeastFor, marked released ◀───────────┘   │
 //	└──── the key's time to live runs out ◀───────────────┘
 //
 // Every call is one round trip, one Lua script by EVALSHA (EVALSHA then EVAL the

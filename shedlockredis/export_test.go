@@ -8,3 +8,6 @@ func SetValueClock(p *Provider, now func() time.Time) { p.now = now }
 
 // Slot is the Cluster hash slot the provider groups a batch's keys by.
 var Slot = slot
+
+// ReleasedMark ends the value of a key kept for LockAtLeastFor after its release.
+const ReleasedMark = releasedMark

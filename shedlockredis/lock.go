@@ -25,7 +25,7 @@ type lock struct {
 	release [3]any // value, ms of LockAtLeastFor left when ttl was set, ttl
 
 	mu    sync.Mutex
-	ttl   int64     // ms: the time to live set last, by SET or Extend
+	ttl   int64     // ms: the time to live set last, by SET or Extend; the least of those it may be after an Extend's answer was lost
 	held  int64     // ms the lock had been held, by the server's clock, when ttl was set
 	least int64     // ms: LockAtLeastFor, counted from the acquisition
 	done  bool      // released, or found lost
@@ -74,6 +74,11 @@ func (l *lock) Extend(ctx context.Context, lockAtMostFor, lockAtLeastFor time.Du
 	sent := time.Now()
 	pttl, err := l.p.extend.Run(ctx, l.p.client, l.keys[:1], l.value, ttl).Int64()
 	if err != nil {
+		// The script may have run: the time to live set last is this one
+		// or the one before. Counting from the lesser never counts more
+		// time held than there was, so LockAtLeastFor is never cut short.
+		l.ttl = min(l.ttl, ttl)
+		l.release[2] = l.ttl
 		return fmt.Errorf("shedlock: extend %q: %w", l.name, withContext(ctx, err))
 	}
 	if pttl == extendNotOurs {
@@ -81,7 +86,9 @@ func (l *lock) Extend(ctx context.Context, lockAtMostFor, lockAtLeastFor time.Du
 		return shedlock.ErrLockLost
 	}
 	if pttl >= 0 {
-		l.held += l.ttl - pttl // server ms since the time to live was last set
+		// Server ms since the time to live was last set; none when it was set
+		// later than the client knows, by an Extend whose answer was lost.
+		l.held += max(l.ttl-pttl, 0)
 	}
 	l.ttl, l.least = ttl, millis(lockAtLeastFor)
 	l.release[2] = ttl

@@ -148,7 +148,8 @@ func TestLockAtLeastForByServerClock(t *testing.T) {
 	t.Logf("kept %v after Unlock, bounds [%v, %v]", pttl, fewest, most)
 	assert.LessOrEqual(t, pttl, most, "kept longer than LockAtLeastFor from the SET: the time before the Extend was not counted")
 	assert.GreaterOrEqual(t, pttl, fewest, "kept shorter than what is left of LockAtLeastFor")
-	assert.Equal(t, value, c.Get(ctx, a.Key("job")).Val(), "the key keeps its value while LockAtLeastFor lasts")
+	assert.Equal(t, value+shedlockredis.ReleasedMark, c.Get(ctx, a.Key("job")).Val(),
+		"the key keeps its value, marked released, while LockAtLeastFor lasts")
 
 	_, err := b.TryLock(ctx, cfg)
 	require.ErrorIs(t, err, shedlock.ErrNotAcquired, "another pod must wait for LockAtLeastFor")

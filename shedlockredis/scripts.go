@@ -36,6 +36,12 @@ return fence
 // releaseScript releases a lock while the key still holds this acquisition's
 // value (ARGV[1]); 1 if it did, 0 if the lock was no longer ours.
 //
+// A key it keeps for LockAtLeastFor it marks released (the value followed by
+// releasedMark), so that the same release sent again, as a client does when
+// it saw no answer, finds its own work done and returns 1 without shortening
+// the hold a second time: the time to live it set is no longer one from
+// which to count how long the lock was held.
+//
 // It keeps the lock until LockAtLeastFor after it was taken, measured by the
 // server's clock alone: the client tracks, in server milliseconds, how long the
 // lock had been held when its time to live was last set (by SET or an Extend),
@@ -45,21 +51,33 @@ return fence
 // skewed or jumping client clock cannot shorten or lengthen the hold.
 //
 // A key without a time to live (PTTL -1, someone ran PERSIST) keeps ARGV[2]:
-// longer than needed rather than shorter.
+// longer than needed rather than shorter. ARGV[3] is the least time to live
+// the key may have been given last (less than the last one sent when an
+// Extend's answer was lost), and a PTTL above it counts as no time held since:
+// the lock is then kept longer than needed rather than shorter.
 const releaseScript = releaseOurs + releaseKeep
 
-// releaseOurs opens a release: nothing unless the lock is this acquisition's.
+// releasedMark ends the value of a key released but kept for LockAtLeastFor.
+// No acquisition's value ends so: each ends with its number (see keyValue),
+// and Java ShedLock's with a host name, which has no '|'.
+const releasedMark = "|released"
+
+// releaseOurs opens a release: nothing unless the lock is this acquisition's,
+// and 1 at once when this release has already run.
 const releaseOurs = `
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+local v = redis.call('GET', KEYS[1])
+if v == ARGV[1] .. '` + releasedMark + `' then return 1 end
+if v ~= ARGV[1] then return 0 end
 `
 
 // releaseKeep is the rest of releaseScript: keep what is left of
-// LockAtLeastFor, or delete the key. fireReleaseScript sends it after its record.
+// LockAtLeastFor, marked released, or delete the key. fireReleaseScript sends
+// it after its record.
 const releaseKeep = `local keep = tonumber(ARGV[2])
 local pttl = redis.call('PTTL', KEYS[1])
-if pttl >= 0 then keep = keep - (tonumber(ARGV[3]) - pttl) end
+if pttl >= 0 then keep = keep - math.max(tonumber(ARGV[3]) - pttl, 0) end
 if keep > 0 then
-  redis.call('PEXPIRE', KEYS[1], keep)
+  redis.call('SET', KEYS[1], ARGV[1] .. '` + releasedMark + `', 'XX', 'PX', keep)
 else
   redis.call('DEL', KEYS[1])
 end

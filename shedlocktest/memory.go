@@ -36,9 +36,24 @@ func (s *MemoryStore) Provider(owner string) shedlock.LockProvider {
 	return memoryProvider{s: s, owner: owner}
 }
 
+// FaultyProvider is Provider with every write to s (the acquisition of a
+// TryLock, an Extend, an Unlock) passed through f, for RunUnknownOutcomes.
+func (s *MemoryStore) FaultyProvider(owner string, f *Faults) shedlock.LockProvider {
+	return memoryProvider{s: s, owner: owner, f: f}
+}
+
 type memoryProvider struct {
 	s     *MemoryStore
 	owner string
+	f     *Faults // nil: no faults
+}
+
+// write runs one write to the store, through f where there is one.
+func write(ctx context.Context, f *Faults, call func() error) error {
+	if f == nil {
+		return call()
+	}
+	return f.Do(ctx, func(context.Context) error { return call() })
 }
 
 func (p memoryProvider) TryLock(ctx context.Context, cfg shedlock.LockConfig) (shedlock.Lock, error) {
@@ -48,20 +63,29 @@ func (p memoryProvider) TryLock(ctx context.Context, cfg shedlock.LockConfig) (s
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	s := p.s
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := time.Now()
-	if r, ok := s.rows[cfg.Name]; ok && r.until.After(now) {
-		return nil, shedlock.ErrNotAcquired
+	var l *memoryLock
+	err := write(ctx, p.f, func() error {
+		s := p.s
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		now := time.Now()
+		if r, ok := s.rows[cfg.Name]; ok && r.until.After(now) {
+			return shedlock.ErrNotAcquired
+		}
+		s.terms++
+		s.rows[cfg.Name] = memoryRow{until: now.Add(cfg.LockAtMostFor), lockedAt: now, owner: p.owner, term: s.terms}
+		l = &memoryLock{s: s, f: p.f, name: cfg.Name, term: s.terms, least: cfg.LockAtLeastFor}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	s.terms++
-	s.rows[cfg.Name] = memoryRow{until: now.Add(cfg.LockAtMostFor), lockedAt: now, owner: p.owner, term: s.terms}
-	return &memoryLock{s: s, name: cfg.Name, term: s.terms, least: cfg.LockAtLeastFor}, nil
+	return l, nil
 }
 
 type memoryLock struct {
 	s     *MemoryStore
+	f     *Faults
 	name  string
 	term  uint64
 	least time.Duration
@@ -75,19 +99,21 @@ func (l *memoryLock) Unlock(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	l.s.mu.Lock()
-	defer l.s.mu.Unlock()
-	r, ok := l.s.rows[l.name]
-	if !ok || r.term != l.term {
-		return shedlock.ErrLockLost
-	}
-	r.until = time.Now()
-	if least := r.lockedAt.Add(l.least); least.After(r.until) {
-		r.until = least
-	}
-	r.term = 0 // released: a second Unlock finds no term of its own
-	l.s.rows[l.name] = r
-	return nil
+	return write(ctx, l.f, func() error {
+		l.s.mu.Lock()
+		defer l.s.mu.Unlock()
+		r, ok := l.s.rows[l.name]
+		if !ok || r.term != l.term {
+			return shedlock.ErrLockLost
+		}
+		r.until = time.Now()
+		if least := r.lockedAt.Add(l.least); least.After(r.until) {
+			r.until = least
+		}
+		r.term = 0 // released: a second Unlock finds no term of its own
+		l.s.rows[l.name] = r
+		return nil
+	})
 }
 
 // CheckHeld reports whether the lock is still this term's and unexpired.
@@ -111,15 +137,17 @@ func (l *memoryLock) Extend(ctx context.Context, most, least time.Duration) erro
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	l.s.mu.Lock()
-	defer l.s.mu.Unlock()
-	now := time.Now()
-	r, ok := l.s.rows[l.name]
-	if !ok || r.term != l.term || !r.until.After(now) {
-		return shedlock.ErrLockLost
-	}
-	r.until = now.Add(most)
-	l.s.rows[l.name] = r
-	l.least = least
-	return nil
+	return write(ctx, l.f, func() error {
+		l.s.mu.Lock()
+		defer l.s.mu.Unlock()
+		now := time.Now()
+		r, ok := l.s.rows[l.name]
+		if !ok || r.term != l.term || !r.until.After(now) {
+			return shedlock.ErrLockLost
+		}
+		r.until = now.Add(most)
+		l.s.rows[l.name] = r
+		l.least = least
+		return nil
+	})
 }

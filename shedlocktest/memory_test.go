@@ -49,3 +49,13 @@ func TestMemoryStoreOnASlowMachine(t *testing.T) {
 		}
 	})
 }
+
+func TestMemoryStoreUnknownOutcomes(t *testing.T) {
+	shedlocktest.RunUnknownOutcomes(t, func(t *testing.T) shedlocktest.NewFaultyProviderFunc {
+		s := shedlocktest.NewMemoryStore()
+		var n atomic.Int64
+		return func(t *testing.T, f *shedlocktest.Faults) shedlock.LockProvider {
+			return s.FaultyProvider(fmt.Sprintf("pod-%d", n.Add(1)), f)
+		}
+	})
+}

@@ -10,6 +10,11 @@
 //			}
 //		})
 //	}
+//
+// RunUnknownOutcomes checks the writes whose outcome the caller cannot know
+// (applied by the store, their answer lost, late, or the write sent twice):
+// its providers send their writes through a Faults, which Faults.OpenDB wires
+// into any database/sql driver, and a hook or interceptor into other clients.
 package shedlocktest
 
 import (
