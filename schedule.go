@@ -133,7 +133,9 @@ func (e *Executor) Schedule(c *cron.Cron, spec string, cfg LockConfig,
 			"spec gives; those of @every depend on when each instance started", ErrInvalidConfig, cfg.Name, spec)
 	}
 	if j.schedule != nil {
-		if gap, ok := smallestGap(j.schedule, time.Now().In(c.Location()), 2*o.skew); ok && gap <= 2*o.skew {
+		need := neededGap(e.provider, o.skew)
+		gap, ok := smallestGap(j.schedule, time.Now().In(c.Location()), max(2*o.skew, need-1))
+		if ok && gap <= 2*o.skew {
 			// Only c parses spec, so the entry is added before its gaps are known;
 			// a fire time that comes before it is removed runs nothing.
 			j.refused = true
@@ -144,6 +146,18 @@ func (e *Executor) Schedule(c *cron.Cron, spec string, cfg LockConfig,
 				"twice the clock skew bound (%v), %v, so that instances whose clocks differ by the bound do not "+
 				"both run one fire time: use a spec with a larger interval, or a smaller ClockSkew",
 				ErrInvalidConfig, cfg.Name, spec, gap, o.skew, 2*o.skew)
+		}
+		if ok && gap < need {
+			j.refused = true
+			close(j.ready)
+			c.Remove(id)
+			e.unregister(cfg.Name)
+			step, least := e.provider.(HoldGranularity).HoldGranularity()
+			return 0, fmt.Errorf("%w: lock %q: spec %q fires %v apart at the closest; %T keeps a lock in steps "+
+				"of %v and for at least %v, so a run's hold, which must end the clock skew bound (%v) before the "+
+				"next fire time and outlast the bound, needs fire times at least %v apart: use a spec with a larger "+
+				"interval, or a smaller ClockSkew", ErrInvalidConfig, cfg.Name, spec, gap, e.provider, step, least,
+				o.skew, need)
 		}
 	}
 	e.recordEntry(cfg.Name, c, id)
@@ -240,11 +254,11 @@ func (j *scheduledJob) config(now time.Time) LockConfig {
 	if next.IsZero() {
 		return cfg
 	}
-	hold := next.Sub(now) - j.o.skew
+	hold := granularHold(j.e.provider, next.Sub(now)-j.o.skew)
 	if hold <= 0 {
 		return cfg
 	}
-	cfg.LockAtLeastFor = hold.Truncate(time.Millisecond)
+	cfg.LockAtLeastFor = hold
 	cfg.LockAtMostFor = max(cfg.LockAtMostFor, cfg.LockAtLeastFor)
 	return cfg
 }
@@ -257,7 +271,7 @@ func (j *scheduledJob) config(now time.Time) LockConfig {
 func (j *scheduledJob) runAt(fire time.Time, catchUp bool) (bool, error) {
 	f := &fireRun{at: fire, catchUp: catchUp}
 	if next := j.schedule.Next(fire); !next.IsZero() {
-		f.holdEnd = next.Add(-j.o.skew)
+		f.holdEnd = next.Add(-j.o.skew - granularSlack(j.e.provider))
 	}
 	return j.e.runFire(ContextWithFireTime(j.e.base, fire), j.cfg, j.task, j.o, f)
 }
