@@ -5,18 +5,23 @@ import "time"
 // HoldGranularity is an optional interface of a LockProvider whose store keeps
 // a lock for coarser times than it is asked, such as etcd's leases of whole
 // seconds with a minimum TTL. Schedule asks it, so that the hold of each run
-// (its LockAtLeastFor) never outlasts the skew bound before the next fire
-// time: a hold that did would make the next fire time find the lock held, and
-// skip it.
+// never outlasts the skew bound before the next fire time: a hold that did
+// would make the next fire time find the lock held, and skip it (or, with
+// CatchUp, run it late, at a retry).
 //
 // A store that keeps what it is asked, to the millisecond, does not implement
 // it.
 type HoldGranularity interface {
-	// HoldGranularity returns how the store rounds a hold: a LockAtLeastFor of
-	// d is kept for d rounded up to a multiple of step, and for at least min,
-	// counted from the acquisition; and what is left of a
-	// FireLock.UnlockSucceeded's leastFor when the lock is released is kept
-	// the same way, counted from the release. step and min are > 0.
+	// HoldGranularity returns how the store rounds a hold, step and min both
+	// > 0. A LockAtLeastFor of d is kept for d rounded up to a multiple of
+	// step, and at least min, counted from the acquisition: Schedule asks for
+	// the largest multiple of step that ends no later than the skew bound
+	// before the next fire time, none when that is below min, and refuses a
+	// spec whose fire times are too close for one. What is left of a
+	// FireLock.UnlockSucceeded's leastFor when the lock is released must be
+	// kept rounded down to a multiple of step instead, and not at all when
+	// that is below min: the store cannot know when the run ends, and the
+	// record of the fire time, not the hold, keeps it to one run.
 	HoldGranularity() (step, min time.Duration)
 }
 
@@ -40,23 +45,13 @@ func granularHold(p LockProvider, avail time.Duration) time.Duration {
 	return h
 }
 
-// granularSlack is how much earlier than asked Schedule must end a hold that
-// a store with p's HoldGranularity keeps from when the lock is released: what
-// is left of it is rounded up by up to one step. 0 for other providers.
-func granularSlack(p LockProvider) time.Duration {
-	if g, ok := p.(HoldGranularity); ok {
-		step, _ := g.HoldGranularity()
-		return max(step, 0)
-	}
-	return 0
-}
-
 // neededGap is the smallest interval between fire times for which the store
 // of p, as its HoldGranularity rounds, can hold each run's lock for longer
 // than the clock skew bound and still free it the bound before the next fire
-// time, for a run that starts up to half a step after its fire time. 0 for a
-// provider without HoldGranularity: Schedule's own rule, more than twice the
-// bound, is then the whole of it.
+// time, for a run that starts up to the bound, or half a step, after its fire
+// time: one later than the bound finds every instance within the bound has
+// fired already. 0 for a provider without HoldGranularity: Schedule's own
+// rule, more than twice the bound, is then the whole of it.
 func neededGap(p LockProvider, skew time.Duration) time.Duration {
 	g, ok := p.(HoldGranularity)
 	if !ok {
@@ -70,5 +65,5 @@ func neededGap(p LockProvider, skew time.Duration) time.Duration {
 	if r := h % step; r != 0 {
 		h += step - r
 	}
-	return h + skew + step/2
+	return h + skew + max(step/2, skew)
 }

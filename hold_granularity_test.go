@@ -84,10 +84,11 @@ func TestScheduleRefusesIntervalBelowStoreHold(t *testing.T) {
 		{"*/2 * * * * *", nil, "3s"},
 		{"@every 2s", nil, "3s"},
 		{"*/3 * * * * *", nil, ""},
-		{"*/3 * * * * *", []shedlock.JobOption{shedlock.ClockSkew(time.Second)}, "3.5s"},
+		{"*/3 * * * * *", []shedlock.JobOption{shedlock.ClockSkew(time.Second)}, "4s"},
 		{"*/4 * * * * *", []shedlock.JobOption{shedlock.ClockSkew(time.Second)}, ""},
-		{"*/4 * * * * *", []shedlock.JobOption{shedlock.ClockSkew(1500 * time.Millisecond)}, ""},
-		{"*/5 * * * * *", []shedlock.JobOption{shedlock.ClockSkew(2 * time.Second)}, "5.5s"},
+		{"*/4 * * * * *", []shedlock.JobOption{shedlock.ClockSkew(1500 * time.Millisecond)}, "5s"},
+		{"*/5 * * * * *", []shedlock.JobOption{shedlock.ClockSkew(2 * time.Second)}, "7s"},
+		{"0,7,14 * * * * *", []shedlock.JobOption{shedlock.ClockSkew(2 * time.Second)}, ""},
 		{"0 * * * * *", nil, ""},
 	} {
 		p := &coarseProvider{LockProvider: shedlocktest.NewMemoryStore().Provider("a")}

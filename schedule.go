@@ -271,7 +271,7 @@ func (j *scheduledJob) config(now time.Time) LockConfig {
 func (j *scheduledJob) runAt(fire time.Time, catchUp bool) (bool, error) {
 	f := &fireRun{at: fire, catchUp: catchUp}
 	if next := j.schedule.Next(fire); !next.IsZero() {
-		f.holdEnd = next.Add(-j.o.skew - granularSlack(j.e.provider))
+		f.holdEnd = next.Add(-j.o.skew)
 	}
 	return j.e.runFire(ContextWithFireTime(j.e.base, fire), j.cfg, j.task, j.o, f)
 }

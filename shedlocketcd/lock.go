@@ -195,7 +195,7 @@ func (l *lock) Extend(ctx context.Context, lockAtMostFor, lockAtLeastFor time.Du
 	l.most = most
 	l.ends = sent.Add(lockAtMostFor)
 	if lockAtLeastFor != l.askedLeast {
-		l.setLeast(ctx, lockAtLeastFor)
+		l.setLeast(ctx, lockAtLeastFor, false)
 	}
 	return nil
 }
@@ -203,12 +203,21 @@ func (l *lock) Extend(ctx context.Context, lockAtMostFor, lockAtLeastFor time.Du
 // setLeast replaces the lease of LockAtLeastFor with one that ends
 // lockAtLeastFor after the acquisition was answered, or with none when that
 // has passed. A lease that cannot be granted leaves none: Unlock then frees
-// the lock at once.
-func (l *lock) setLeast(ctx context.Context, lockAtLeastFor time.Duration) {
+// the lock at once. down rounds what is left down to whole seconds, and
+// leaves none below the cluster's minimum TTL, so that the lease never ends
+// after lockAtLeastFor; else it is rounded up, and never ends before.
+func (l *lock) setLeast(ctx context.Context, lockAtLeastFor time.Duration, down bool) {
 	old := l.least.id
 	l.askedLeast = lockAtLeastFor
 	l.least = grant{}
-	if left := lockAtLeastFor - time.Since(l.acquired); left > 0 {
+	left := lockAtLeastFor - time.Since(l.acquired)
+	if _, least := l.p.HoldGranularity(); down && left < least {
+		left = 0
+	}
+	if down {
+		left = left.Truncate(time.Second)
+	}
+	if left > 0 {
 		if g := l.p.grant(ctx, left); g.err == nil {
 			l.least = g
 		}
