@@ -55,6 +55,15 @@ func ClockSkew(d time.Duration) JobOption {
 // times, or a year of them if that ends first. It sends the statements of Run,
 // no more: any table works, Java ShedLock's included.
 //
+// A store that keeps a lock for coarser times than asked (etcd: leases of
+// whole seconds, 2s at least) says how it rounds by implementing
+// HoldGranularity. Schedule then asks for the largest hold the store keeps no
+// later than the skew bound before the next fire time (whole seconds, rounded
+// down, on etcd), none when that is below the store's shortest, and refuses a
+// spec whose fire times are too close for a hold that outlasts the bound (on
+// etcd at the default bound, those less than 3s apart), naming the interval
+// that works.
+//
 // The schedule is the one c parses from spec (robfig/cron has no parser of its
 // own to ask): c.AddJob parses it, and Schedule reads it back with c.Entry. So a
 // cron made with cron.WithSeconds() takes six fields, and cron.WithLocation sets
@@ -69,7 +78,8 @@ func ClockSkew(d time.Duration) JobOption {
 //
 // Errors: ErrInvalidConfig for an invalid cfg, a nonzero LockAtLeastFor, a
 // LockAtMostFor not above the skew bound, a spec c cannot parse, or one whose
-// fire times are not more than twice the skew bound apart; ErrInvalidJob for a
+// fire times are not more than twice the skew bound apart, or too close for
+// the store's HoldGranularity; ErrInvalidJob for a
 // nil c or task; ErrInvalidOption for a nil or bad job option or an executor
 // made with one; ErrDuplicateName; ErrStopped. Nothing is added to c on error.
 // Keep-alive follows the executor's setting unless a KeepAlive option says
