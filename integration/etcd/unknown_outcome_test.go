@@ -189,3 +189,40 @@ func TestUnlockAfterLockAtLeastForDeletes(t *testing.T) {
 		t.Fatal("the key is still held after LockAtLeastFor passed and Unlock returned")
 	}
 }
+
+// A Leader whose renewal was applied but whose answer was lost stays the only
+// leader: the other instance, campaigning every 100ms, never leads beside it.
+func TestLeaderRenewalAnswerLostOneLeader(t *testing.T) {
+	c := sharedCluster(t)
+	env := newEnv()
+	faultyCli, f := faultyClient(t, c)
+	a := newProvider(t, faultyCli, env, "a")
+	b := newProvider(t, newClient(t, c), env, "b")
+	opts := []shedlock.LeaderOption{shedlock.WithRetryPeriod(100 * time.Millisecond), shedlock.WithRenewPeriod(time.Second)}
+	la, err := shedlock.NewLeader(a, "leader", 3*time.Second, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lb, err := shedlock.NewLeader(b, "leader", 3*time.Second, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	la.Start()
+	defer func() { _ = la.Stop(context.Background()) }()
+	waitFor(t, 10*time.Second, la.IsLeader)
+	lb.Start()
+	defer func() { _ = lb.Stop(context.Background()) }()
+
+	f.arm(answerLost, 1) // a's next renewal
+	waitFor(t, 10*time.Second, func() bool { return f.left.Load() < 0 })
+	// Past a's next renewals and b's campaigns: never both.
+	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); {
+		if la.IsLeader() && lb.IsLeader() {
+			t.Fatal("a and b both lead after a's renewal lost its answer")
+		}
+		time.Sleep(20 * time.Millisecond) // poll interval
+	}
+	if !la.IsLeader() {
+		t.Fatal("a no longer leads, though its lock was never lost")
+	}
+}
