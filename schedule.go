@@ -54,6 +54,15 @@ func ClockSkew(d time.Duration) JobOption {
 // times, or a year of them if that ends first. It sends the statements of Run,
 // no more: any table works, Java ShedLock's included.
 //
+// A store that keeps a lock for coarser times than asked (etcd: leases of
+// whole seconds, 2s at least) says how it rounds by implementing
+// HoldGranularity. Schedule then asks for the largest hold the store keeps no
+// later than the skew bound before the next fire time (whole seconds, rounded
+// down, on etcd), none when that is below the store's shortest, and refuses a
+// spec whose fire times are too close for a hold that outlasts the bound (on
+// etcd at the default bound, those less than 3s apart), naming the interval
+// that works.
+//
 // The schedule is the one c parses from spec (robfig/cron has no parser of its
 // own to ask): c.AddJob parses it, and Schedule reads it back with c.Entry. So a
 // cron made with cron.WithSeconds() takes six fields, and cron.WithLocation sets
@@ -68,7 +77,8 @@ func ClockSkew(d time.Duration) JobOption {
 //
 // Errors: ErrInvalidConfig for an invalid cfg, a nonzero LockAtLeastFor, a
 // LockAtMostFor not above the skew bound, a spec c cannot parse, or one whose
-// fire times are not more than twice the skew bound apart; ErrInvalidJob for a
+// fire times are not more than twice the skew bound apart, or too close for
+// the store's HoldGranularity; ErrInvalidJob for a
 // nil c or task; ErrInvalidOption for a nil or bad job option or an executor
 // made with one; ErrDuplicateName; ErrStopped. Nothing is added to c on error.
 // Keep-alive follows the executor's setting unless a KeepAlive option says
@@ -136,7 +146,9 @@ func (e *Executor) Schedule(c *cron.Cron, spec string, cfg LockConfig,
 			"spec gives; those of @every depend on when each instance started", ErrInvalidConfig, cfg.Name, spec)
 	}
 	if j.schedule != nil {
-		if gap, ok := smallestGap(j.schedule, time.Now().In(c.Location()), 2*o.skew); ok && gap <= 2*o.skew {
+		need := neededGap(e.provider, o.skew)
+		gap, ok := smallestGap(j.schedule, time.Now().In(c.Location()), max(2*o.skew, need-1))
+		if ok && gap <= 2*o.skew {
 			// Only c parses spec, so the entry is added before its gaps are known;
 			// a fire time that comes before it is removed runs nothing.
 			j.refused = true
@@ -147,6 +159,18 @@ func (e *Executor) Schedule(c *cron.Cron, spec string, cfg LockConfig,
 				"twice the clock skew bound (%v), %v, so that instances whose clocks differ by the bound do not "+
 				"both run one fire time: use a spec with a larger interval, or a smaller ClockSkew",
 				ErrInvalidConfig, cfg.Name, spec, gap, o.skew, 2*o.skew)
+		}
+		if ok && gap < need {
+			j.refused = true
+			close(j.ready)
+			c.Remove(id)
+			e.unregister(cfg.Name)
+			step, least := e.provider.(HoldGranularity).HoldGranularity()
+			return 0, fmt.Errorf("%w: lock %q: spec %q fires %v apart at the closest; %T keeps a lock in steps "+
+				"of %v and for at least %v, so a run's hold, which must end the clock skew bound (%v) before the "+
+				"next fire time and outlast the bound, needs fire times at least %v apart: use a spec with a larger "+
+				"interval, or a smaller ClockSkew", ErrInvalidConfig, cfg.Name, spec, gap, e.provider, step, least,
+				o.skew, need)
 		}
 	}
 	e.recordEntry(cfg.Name, c, id)
@@ -243,11 +267,11 @@ func (j *scheduledJob) config(now time.Time) LockConfig {
 	if next.IsZero() {
 		return cfg
 	}
-	hold := next.Sub(now) - j.o.skew
+	hold := granularHold(j.e.provider, next.Sub(now)-j.o.skew)
 	if hold <= 0 {
 		return cfg
 	}
-	cfg.LockAtLeastFor = hold.Truncate(time.Millisecond)
+	cfg.LockAtLeastFor = hold
 	cfg.LockAtMostFor = max(cfg.LockAtMostFor, cfg.LockAtLeastFor)
 	return cfg
 }

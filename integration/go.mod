@@ -17,6 +17,7 @@ require (
 	github.com/stretchr/testify v1.12.1
 	go.etcd.io/etcd/client/v3 v3.6.6
 	go.uber.org/goleak v1.3.0
+	google.golang.org/grpc v1.84.0
 	modernc.org/sqlite v1.62.0
 )
 

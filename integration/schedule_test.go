@@ -1,6 +1,7 @@
 package integration_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -11,24 +12,34 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/robfig/cron/v3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/shedlock-go/shedlock"
+	"github.com/shedlock-go/shedlock/internal/testkit/etcdcluster"
 	"github.com/shedlock-go/shedlock/internal/testkit/testdb"
+	"github.com/shedlock-go/shedlock/shedlocketcd"
+	"github.com/shedlock-go/shedlock/shedlockredis"
 	"github.com/shedlock-go/shedlock/shedlocktest"
 )
 
 // scheduleStore makes providers on one fresh table of a store, each on a pool
-// of its own, as pods would.
+// of its own, as pods would. every is the interval of the tests' specs: 2s,
+// or what the store's HoldGranularity needs.
 type scheduleStore struct {
 	name  string
 	table func(t *testing.T) func(t *testing.T) shedlock.LockProvider
+	every time.Duration
 }
 
+// interval is the interval of s's specs.
+func (s scheduleStore) interval() time.Duration { return cmp.Or(s.every, 2*time.Second) }
+
 var scheduleStores = []scheduleStore{
-	{"MySQL", func(t *testing.T) func(t *testing.T) shedlock.LockProvider {
+	{name: "MySQL", table: func(t *testing.T) func(t *testing.T) shedlock.LockProvider {
 		table := testdb.NewTable(t, testdb.Open(t, nil))
 		return func(t *testing.T) shedlock.LockProvider {
 			p, err := shedlock.NewMySQLProvider(testdb.Open(t, nil), shedlock.WithTableName(table))
@@ -37,7 +48,7 @@ var scheduleStores = []scheduleStore{
 			return p
 		}
 	}},
-	{"PostgreSQL", func(t *testing.T) func(t *testing.T) shedlock.LockProvider {
+	{name: "PostgreSQL", table: func(t *testing.T) func(t *testing.T) shedlock.LockProvider {
 		table := testdb.NewPostgresTable(t, testdb.OpenPostgres(t, testdb.PGX, nil))
 		return func(t *testing.T) shedlock.LockProvider {
 			p, err := shedlock.NewPostgresProvider(testdb.OpenPostgres(t, testdb.PGX, nil), shedlock.WithTableName(table))
@@ -46,11 +57,36 @@ var scheduleStores = []scheduleStore{
 			return p
 		}
 	}},
-	{"SQLite", func(t *testing.T) func(t *testing.T) shedlock.LockProvider {
+	{name: "SQLite", table: func(t *testing.T) func(t *testing.T) shedlock.LockProvider {
 		file := filepath.Join(t.TempDir(), "locks.db")
 		require.NoError(t, newSQLiteProvider(t, openSQLite(t, file, shedlock.SQLiteDSNParams)).EnsureTable(context.Background()))
 		return func(t *testing.T) shedlock.LockProvider {
 			return newSQLiteProvider(t, openSQLite(t, file, shedlock.SQLiteDSNParams))
+		}
+	}},
+	{name: "Redis", table: func(t *testing.T) func(t *testing.T) shedlock.LockProvider {
+		addr := testdb.RedisAddr(t)
+		env := fmt.Sprintf("schedule_%d", time.Now().UnixNano())
+		return func(t *testing.T) shedlock.LockProvider {
+			client := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 2})
+			t.Cleanup(func() { _ = client.Close() })
+			p, err := shedlockredis.NewProvider(client, shedlockredis.WithEnv(env))
+			require.NoError(t, err)
+			return p
+		}
+	}},
+	// etcd keeps a hold in whole seconds, at least 2s: a run's hold ends the
+	// skew bound before the next fire time only 3s apart or more.
+	{name: "etcd", every: 3 * time.Second, table: func(t *testing.T) func(t *testing.T) shedlock.LockProvider {
+		c := etcdcluster.New(t, 1)
+		env := fmt.Sprintf("schedule_%d", time.Now().UnixNano())
+		return func(t *testing.T) shedlock.LockProvider {
+			cli, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints(), DialTimeout: 5 * time.Second})
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = cli.Close() })
+			p, err := shedlocketcd.NewProvider(cli, shedlocketcd.WithEnv(env))
+			require.NoError(t, err)
+			return p
 		}
 	}},
 }
@@ -130,14 +166,14 @@ func byWithLock(t *testing.T, pod *schedulePod, spec string, cfg shedlock.LockCo
 	require.NoError(t, err)
 }
 
-// everyOffset runs `@every 2s` on two pods whose crons start one second apart,
-// for about span, and returns the runs.
-func everyOffset(t *testing.T, newProvider func(t *testing.T) shedlock.LockProvider, add addJob, span time.Duration) []podRun {
+// everyOffset runs `@every <every>` on two pods whose crons start one second
+// apart, for about span, and returns the runs.
+func everyOffset(t *testing.T, newProvider func(t *testing.T) shedlock.LockProvider, add addJob, every, span time.Duration) []podRun {
 	var log runLog
 	cfg := shedlock.LockConfig{Name: "every", LockAtMostFor: 10 * time.Second}
 	pods := []*schedulePod{newSchedulePod(t, newProvider(t), 0), newSchedulePod(t, newProvider(t), 0)}
 	for i, pod := range pods {
-		add(t, pod, "@every 2s", cfg, log.task(i))
+		add(t, pod, "@every "+every.String(), cfg, log.task(i))
 	}
 	start := startSecondApart(pods[0].c, pods[1].c)
 	time.Sleep(span - time.Since(start))
@@ -168,29 +204,31 @@ func TestScheduleEveryOffset(t *testing.T) {
 		t.Skip("timed schedule run skipped in -short mode")
 	}
 	t.Parallel()
-	const span = 11300 * time.Millisecond // @every 2s from t=0 and t=1: fires at 2..10 and 3..11
 	for _, s := range scheduleStores {
 		t.Run(s.name, func(t *testing.T) {
 			t.Parallel()
+			// Five periods: @every 2s from t=0 and t=1 fires at 2..10 and 3..11.
+			every := s.interval()
+			span := 5*every + 1300*time.Millisecond
 			// Schedule and WithLock each on a table of their own, side by side:
 			// each waits out span on the clock.
 			t.Run("Schedule", func(t *testing.T) {
 				t.Parallel()
 				newProvider := s.table(t)
-				runs := everyOffset(t, newProvider, bySchedule, span)
+				runs := everyOffset(t, newProvider, bySchedule, every, span)
 				t.Logf("Schedule: %d runs in %v: %v", len(runs), span, describeRuns(runs))
 				// Five periods of 2s: five runs, give or take the one at the edge.
 				assert.GreaterOrEqual(t, len(runs), 4)
 				assert.LessOrEqual(t, len(runs), 6)
 				for i := 1; i < len(runs); i++ {
-					assert.Greater(t, runs[i].at.Sub(runs[i-1].at), 1500*time.Millisecond,
+					assert.Greater(t, runs[i].at.Sub(runs[i-1].at), every*3/4,
 						"two runs within one period: %v", describeRuns(runs))
 				}
 			})
 			t.Run("WithLock", func(t *testing.T) {
 				t.Parallel()
 				other := s.table(t)
-				withLock := everyOffset(t, other, byWithLock, span)
+				withLock := everyOffset(t, other, byWithLock, every, span)
 				t.Logf("WithLock, LockAtLeastFor 0: %d runs in %v: %v", len(withLock), span, describeRuns(withLock))
 				assert.GreaterOrEqual(t, len(withLock), 8, "WithLock with LockAtLeastFor 0 runs once per pod per period")
 			})
@@ -198,17 +236,17 @@ func TestScheduleEveryOffset(t *testing.T) {
 	}
 }
 
-// fixedTimes runs "*/2 * * * * *" (every even second) on three pods whose
+// fixedTimes runs "*/<every> * * * * *" (every even second, for 2s) on three pods whose
 // clocks are 150ms behind, right, and 150ms ahead, for about span, and returns
 // the runs. The pod ahead, which fires first, stops after a third of span, the
 // pod on time after two thirds: the pods left must run every fire time.
-func fixedTimes(t *testing.T, newProvider func(t *testing.T) shedlock.LockProvider, add addJob, span time.Duration) []podRun {
+func fixedTimes(t *testing.T, newProvider func(t *testing.T) shedlock.LockProvider, add addJob, every, span time.Duration) []podRun {
 	var log runLog
 	cfg := shedlock.LockConfig{Name: "fixed", LockAtMostFor: 10 * time.Second}
 	var pods []*schedulePod
 	for i, skew := range []time.Duration{-150 * time.Millisecond, 0, 150 * time.Millisecond} {
 		pod := newSchedulePod(t, newProvider(t), skew)
-		add(t, pod, "*/2 * * * * *", cfg, log.task(i))
+		add(t, pod, fmt.Sprintf("*/%d * * * * *", every/time.Second), cfg, log.task(i))
 		pods = append(pods, pod)
 	}
 	for _, pod := range pods {
@@ -221,11 +259,11 @@ func fixedTimes(t *testing.T, newProvider func(t *testing.T) shedlock.LockProvid
 	return log.snapshot()
 }
 
-// fireTimes counts runs per fire time: the even second each run is nearest.
-func fireTimes(runs []podRun) (first, last time.Time, counts map[time.Time]int) {
+// fireTimes counts runs per fire time: the multiple of every each run is nearest.
+func fireTimes(runs []podRun, every time.Duration) (first, last time.Time, counts map[time.Time]int) {
 	counts = map[time.Time]int{}
 	for _, r := range runs {
-		fire := r.at.Round(2 * time.Second)
+		fire := r.at.Round(every)
 		counts[fire]++
 		if first.IsZero() || fire.Before(first) {
 			first = fire
@@ -246,27 +284,28 @@ func TestScheduleFixedTimes(t *testing.T) {
 		t.Skip("timed schedule run skipped in -short mode")
 	}
 	t.Parallel()
-	const span = 12 * time.Second
 	for _, s := range scheduleStores {
 		t.Run(s.name, func(t *testing.T) {
 			t.Parallel()
+			every := s.interval()
+			span := 6 * every
 			// Schedule and WithLock each on a table of their own, side by side:
 			// each waits out span on the clock.
 			t.Run("Schedule", func(t *testing.T) {
 				t.Parallel()
-				runs := fixedTimes(t, s.table(t), bySchedule, span)
-				first, last, counts := fireTimes(runs)
+				runs := fixedTimes(t, s.table(t), bySchedule, every, span)
+				first, last, counts := fireTimes(runs, every)
 				t.Logf("Schedule: %d runs, %d fire times: %v", len(runs), len(counts), describeRuns(runs))
 				require.NotEmpty(t, runs)
-				for fire := first; !fire.After(last); fire = fire.Add(2 * time.Second) {
+				for fire := first; !fire.After(last); fire = fire.Add(every) {
 					assert.Equal(t, 1, counts[fire], "runs of the fire time %s", fire.Format("15:04:05"))
 				}
 				assert.GreaterOrEqual(t, len(counts), 4)
 			})
 			t.Run("WithLock", func(t *testing.T) {
 				t.Parallel()
-				withLock := fixedTimes(t, s.table(t), byWithLock, span)
-				_, _, wlCounts := fireTimes(withLock)
+				withLock := fixedTimes(t, s.table(t), byWithLock, every, span)
+				_, _, wlCounts := fireTimes(withLock, every)
 				t.Logf("WithLock, LockAtLeastFor 0: %d runs, %d fire times: %v", len(withLock), len(wlCounts), describeRuns(withLock))
 				assert.Greater(t, len(withLock), len(wlCounts), "WithLock with LockAtLeastFor 0 runs some fire times twice")
 			})

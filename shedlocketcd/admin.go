@@ -43,7 +43,7 @@ func (p *Provider) Inspect(ctx context.Context, name string) (shedlock.LockInfo,
 
 // ForceUnlock deletes the key of exactly this name whoever holds it, and
 // returns the lock as it was just before; ErrLockNotFound when there is no
-// key. The holder's next Unlock or Extend finds the revision changed and
+// key. The holder's next Unlock or Extend finds the key gone and
 // returns ErrLockLost; its lease is left to end (it holds no other key). The
 // caution of shedlock.Admin applies: only for a holder known to be dead.
 func (p *Provider) ForceUnlock(ctx context.Context, name string) (shedlock.LockInfo, error) {

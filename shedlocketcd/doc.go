@@ -16,7 +16,8 @@
 //	        put it with the lease
 //	free ───────────────────────────────────────────────▶ held by A (revision r)
 //	▲  ▲                                                   │   │
-//	│  └─ Unlock by A: Txn, only if mod_revision = r:       │   │
+//	│  └─ Unlock by A: Txn, only if create_revision = r    │   │
+//	│     and the value is A's:                            │   │
 //	│     delete, or put on the lease of LockAtLeastFor;   │   │
 //	│     then LeaseRevoke of the first lease ◀────────────┘   │
 //	└──── the lease runs out; etcd deletes the key ◀───────────┘
@@ -29,10 +30,14 @@
 // # Revisions: the guard and the fencing token
 //
 // Every write after the acquisition is a transaction that compares the key's
-// mod_revision with the one this lock last wrote: a key that expired and was
-// taken by another pod (Go or Java), deleted by hand or by a forced unlock, has
-// another, and Unlock and Extend return ErrLockLost without touching it. A
-// late Unlock never shortens or deletes a newer holder's key.
+// create_revision with the acquisition's and its value with the one it wrote,
+// unique to it: a key that expired and was taken by another pod (Go or Java),
+// deleted by hand or by a forced unlock, has another creation revision, one
+// overwritten by Java's unguarded release another value, and Unlock and
+// Extend return ErrLockLost without touching it. A late Unlock never shortens
+// or deletes a newer holder's key. Neither changes when a write of this lock
+// is applied and its answer lost, so the next write finds the key all the
+// same (see Failures).
 //
 // The lock's fencing token (shedlock.FenceOf) is the revision that created the
 // key, from the acquiring transaction's answer, at no extra request. etcd's
@@ -57,6 +62,12 @@
 // the pod's monotonic clock from when the acquisition was answered, after the
 // cluster made the put: it errs towards holding longer.
 //
+// [Provider.HoldGranularity] says so: shedlock.Schedule asks for holds in
+// whole seconds, rounded down, that end the skew bound before the next fire
+// time, and Unlock deletes the key once LockAtLeastFor has passed.
+// UnlockSucceeded rounds what is left of its hold down, and keeps none below
+// the minimum TTL.
+//
 // A pod counts nothing against the lease's end except for itself: a lock's
 // CheckHeld and an Extend refuse once LockAtMostFor as asked has passed since
 // the last grant was sent (before the cluster began to count), even while the
@@ -70,7 +81,9 @@
 // with it, the remaining TTL is checkpointed, every five minutes by default).
 // A leader change so only lengthens locks: a dead holder's lock is free
 // within LockAtMostFor, rounded up, after the last leader change. It never
-// shortens one, and the holder's own view (above) does not count on it.
+// shortens one, and the holder's own view (above) does not count on it. It
+// costs shedlock.Schedule fire times: a run's hold outlives the next one,
+// which finds the lock held; with shedlock.CatchUp it runs late, at a retry.
 //
 // # Failures
 //
@@ -78,9 +91,14 @@
 // answer, a leader killed) can leave a lock taken that the caller was told it
 // did not get: TryLock then revokes the lease it granted, which deletes that
 // key if it was put, and no other; if that fails too, the lock is held until
-// LockAtMostFor and its job skipped meanwhile, never run twice. An Unlock
-// that fails the same way reports ErrReleaseFailed. A lease that could not be
-// revoked ends by itself at its TTL.
+// LockAtMostFor and its job skipped meanwhile, never run twice. An Extend
+// that fails so revokes no lease the key may be on: the key stays its
+// holder's, and the next Extend or Unlock finds it by the guard above, which
+// such a write does not change. An Unlock is sent again, up to three times
+// with a backoff, while its context allows (the retry of one whose answer
+// was lost, finding the key gone, reports it released); when no try is
+// answered it reports ErrReleaseFailed. A lease that could not be revoked
+// ends by itself at its TTL.
 //
 // etcd commits a transaction on a quorum of members before it answers: a
 // lock survives the loss of a minority of the cluster, and its leader. Tested

@@ -97,7 +97,10 @@ func nestedSucceeded(resp *clientv3.TxnResponse) bool {
 // nested in its success branch (put when the fired key is absent, else when
 // its value is older), beside the key's delete or move. A leastFor other than
 // the lock's LockAtLeastFor is a lease granted first for what is left of it
-// since the acquisition, rounded up to the second as every lease is.
+// since the acquisition, rounded down to the second, and none when that is
+// below the cluster's minimum TTL: the hold never outlasts leastFor, which
+// shedlock.Schedule sets to end the skew bound before the next fire time.
+// The fired key, not the hold, keeps a fire time to one run.
 func (l *fireLock) UnlockSucceeded(ctx context.Context, leastFor time.Duration) error {
 	leastFor = max(leastFor, 0) // as Unlock's LockAtLeastFor: none
 	l.mu.Lock()
@@ -106,7 +109,7 @@ func (l *fireLock) UnlockSucceeded(ctx context.Context, leastFor time.Duration) 
 		return shedlock.ErrLockLost
 	}
 	if leastFor != l.askedLeast {
-		l.setLeast(ctx, leastFor)
+		l.setLeast(ctx, leastFor, true)
 	}
 	put := clientv3.OpPut(l.fired, l.fire)
 	record := clientv3.OpTxn(

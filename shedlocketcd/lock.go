@@ -17,32 +17,54 @@ type lock struct {
 	p     *Provider
 	name  string
 	key   string
-	value string // unique to this acquisition, for people reading the key
+	value string // unique to this acquisition: with fence, every guard compares it
 	fence int64  // the revision that created the key
 
 	mu         sync.Mutex
-	modRev     int64         // the key's revision as this lock last wrote it: every guard compares it
-	most       grant         // the lease the key is attached to
-	least      grant         // the lease of LockAtLeastFor, counted from the acquisition; none if 0
-	askedLeast time.Duration // LockAtLeastFor as asked
-	acquired   time.Time     // when the acquiring transaction was answered: after the cluster made the put
-	done       bool          // released, or found lost
-	ends       time.Time     // LockAtMostFor as asked, from when the last grant was sent, on this process's clock
+	most       grant              // the lease the key was last put on by a write whose answer came
+	maybe      []clientv3.LeaseID // leases the key may be on: put there by writes whose answer was lost
+	least      grant              // the lease of LockAtLeastFor, counted from the acquisition; none if 0
+	askedLeast time.Duration      // LockAtLeastFor as asked
+	acquired   time.Time          // when the acquiring transaction was answered: after the cluster made the put
+	done       bool               // released, or found lost
+	ends       time.Time          // LockAtMostFor as asked, from when the last grant was sent, on this process's clock
+}
+
+// ours is the guard of every write after the acquisition: the key is still
+// this acquisition's, whatever this lock wrote to it since. Both survive a
+// write of this lock whose answer was lost, so the next write finds the key
+// as it is; a key deleted and taken again has another creation revision, and
+// one overwritten by another pod (Java's release puts over any holder) has
+// another value.
+func (l *lock) ours() []clientv3.Cmp {
+	return []clientv3.Cmp{
+		clientv3.Compare(clientv3.CreateRevision(l.key), "=", l.fence),
+		clientv3.Compare(clientv3.Value(l.key), "=", l.value),
+	}
 }
 
 // Unlock releases the lock, keeping it until LockAtLeastFor after it was
-// taken: one transaction that, only while the key's revision is still the one
-// this lock last wrote, deletes the key, or moves it to the lease of
-// LockAtLeastFor granted at the acquisition (so that the cluster's clock
-// counts it) while that lease may still run; then the lease of LockAtMostFor
-// is revoked. ErrLockLost when the key is no longer this acquisition's (or
-// Unlock already ran); an error wrapping ErrReleaseFailed when the
-// transaction could not run, and the lock stays until its lease ends.
+// taken: one transaction that, only while the key is still this
+// acquisition's, deletes the key, or, while LockAtLeastFor has not passed
+// since the acquisition, moves it to the lease of LockAtLeastFor granted then
+// (so that the cluster's clock counts it); then the leases of LockAtMostFor
+// are revoked. A failed transaction is sent again, up to releaseRetries
+// times, while ctx allows: it is idempotent. ErrLockLost when the key is no
+// longer this acquisition's (or Unlock already ran); an error wrapping
+// ErrReleaseFailed when no try was answered, and the lock stays until its
+// lease ends.
 func (l *lock) Unlock(ctx context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.unlock(ctx)
 }
+
+// Release retries: how often a failed release is sent again, and the wait
+// before the first retry, doubled each time, as the SQL stores' defaults.
+const (
+	releaseRetries = 3
+	releaseBackoff = 100 * time.Millisecond
+)
 
 // unlock is Unlock, l.mu held; also are sent in the releasing transaction's
 // success branch, beside the key's delete or move (UnlockSucceeded's record).
@@ -50,46 +72,90 @@ func (l *lock) unlock(ctx context.Context, also ...clientv3.Op) error {
 	if l.done {
 		return shedlock.ErrLockLost
 	}
-	// The lease of LockAtLeastFor began before its grant was answered: once
-	// its TTL has passed since then, it has surely ended.
-	keep := l.least.id != clientv3.NoLease && time.Since(l.least.got) < l.least.ttl
-	resp, err := l.release(ctx, keep, also)
-	if keep && errLeaseNotFound(err) {
-		resp, err = l.release(ctx, false, also)
-	}
-	if err != nil {
-		return fmt.Errorf("%w: lock %q: %w", shedlock.ErrReleaseFailed, l.name, err)
+	// The lease of LockAtLeastFor began before the acquisition: once
+	// LockAtLeastFor has passed since the acquisition was answered, the key
+	// is deleted, not left on a lease that a rounded TTL keeps longer.
+	keep := l.least.id != clientv3.NoLease && time.Since(l.acquired) < l.askedLeast &&
+		time.Since(l.least.got) < l.least.ttl
+	var (
+		resp    *clientv3.TxnResponse
+		err     error
+		unknown bool // a try was sent and not answered: it may have been applied
+		wait    = releaseBackoff
+	)
+	for attempt := 0; ; attempt++ {
+		resp, err = l.release(ctx, keep, also)
+		if keep && errLeaseNotFound(err) {
+			keep = false
+			resp, err = l.release(ctx, false, also)
+		}
+		if err == nil {
+			break
+		}
+		unknown = true
+		if attempt >= releaseRetries || ctx.Err() != nil {
+			return fmt.Errorf("%w: lock %q: %w", shedlock.ErrReleaseFailed, l.name, err)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+		case <-t.C:
+		}
+		wait *= 2
 	}
 	l.done = true
-	l.p.revoke(ctx, l.most.id)
-	if !resp.Succeeded {
-		return shedlock.ErrLockLost
+	// The key is on none of these leases now: deleted, moved to the lease of
+	// LockAtLeastFor, or another acquisition's.
+	l.revokeMost(ctx)
+	if resp.Succeeded {
+		return nil
 	}
-	return nil
+	// A try whose answer was lost may have deleted the key: found absent, it
+	// was released by that try, or ran out meanwhile; either way it is free.
+	if unknown && !keep && len(resp.Responses) > 0 && len(resp.Responses[0].GetResponseRange().GetKvs()) == 0 {
+		return nil
+	}
+	return shedlock.ErrLockLost
 }
 
 // release sends the guarded transaction of Unlock: keep moves the key to the
 // lease of LockAtLeastFor, else it is deleted; also follow in the same branch.
+// When the key is not this acquisition's, it is read.
 func (l *lock) release(ctx context.Context, keep bool, also []clientv3.Op) (*clientv3.TxnResponse, error) {
 	op := clientv3.OpDelete(l.key)
 	if keep {
 		op = clientv3.OpPut(l.key, l.value, clientv3.WithLease(l.least.id))
 	}
 	return l.p.client.Txn(ctx).
-		If(clientv3.Compare(clientv3.ModRevision(l.key), "=", l.modRev)).
+		If(l.ours()...).
 		Then(append([]clientv3.Op{op}, also...)...).
+		Else(clientv3.OpGet(l.key, clientv3.WithKeysOnly())).
 		Commit()
 }
 
+// revokeMost revokes the leases of LockAtMostFor the key may have been on,
+// once a guarded write has moved or deleted it, or found it another's.
+func (l *lock) revokeMost(ctx context.Context) {
+	l.p.revoke(ctx, l.most.id)
+	for _, id := range l.maybe {
+		l.p.revoke(ctx, id)
+	}
+	l.maybe = nil
+}
+
 // Extend grants a lease of lockAtMostFor and moves the key to it, in one
-// transaction guarded by the key's revision, then revokes the lease it had;
+// transaction guarded as Unlock's, then revokes the leases it was on;
 // ErrLockLost when the key is no longer this acquisition's, or when
 // LockAtMostFor as asked has passed on this process's clock since the last
 // grant was sent (the cluster's lease, rounded up to the second, may still
-// run: it is not relied on). lockAtLeastFor replaces LockAtLeastFor, still
-// counted from the acquisition: a changed one is a new lease, its TTL what is
-// left of it since the acquisition was answered on this process's clock,
-// which is after the cluster made the put: the lock is kept no shorter.
+// run: it is not relied on). A transaction whose answer is lost may have
+// moved the key: no lease is revoked then, and the next Extend or Unlock,
+// guarded by what such a move does not change, finds the key all the same.
+// lockAtLeastFor replaces LockAtLeastFor, still counted from the
+// acquisition: a changed one is a new lease, its TTL what is left of it since
+// the acquisition was answered on this process's clock, which is after the
+// cluster made the put: the lock is kept no shorter.
 func (l *lock) Extend(ctx context.Context, lockAtMostFor, lockAtLeastFor time.Duration) error {
 	cfg := shedlock.LockConfig{Name: l.name, LockAtMostFor: lockAtMostFor, LockAtLeastFor: lockAtLeastFor}
 	if err := cfg.Validate(); err != nil {
@@ -110,24 +176,26 @@ func (l *lock) Extend(ctx context.Context, lockAtMostFor, lockAtLeastFor time.Du
 		return fmt.Errorf("shedlock: extend %q: grant a lease: %w", l.name, most.err)
 	}
 	resp, err := l.p.client.Txn(ctx).
-		If(clientv3.Compare(clientv3.ModRevision(l.key), "=", l.modRev)).
+		If(l.ours()...).
 		Then(clientv3.OpPut(l.key, l.value, clientv3.WithLease(most.id))).
 		Commit()
 	if err != nil {
-		l.p.revoke(ctx, most.id)
+		// The put may have been made: revoking its lease would delete the key
+		// behind this holder's back. The lease ends by itself at its TTL.
+		l.maybe = append(l.maybe, most.id)
 		return fmt.Errorf("shedlock: extend %q: %w", l.name, err)
 	}
 	if !resp.Succeeded {
 		l.p.revoke(ctx, most.id)
+		l.revokeMost(ctx)
 		l.done = true
 		return shedlock.ErrLockLost
 	}
-	l.p.revoke(ctx, l.most.id)
-	l.modRev = resp.Header.Revision
+	l.revokeMost(ctx)
 	l.most = most
 	l.ends = sent.Add(lockAtMostFor)
 	if lockAtLeastFor != l.askedLeast {
-		l.setLeast(ctx, lockAtLeastFor)
+		l.setLeast(ctx, lockAtLeastFor, false)
 	}
 	return nil
 }
@@ -135,12 +203,21 @@ func (l *lock) Extend(ctx context.Context, lockAtMostFor, lockAtLeastFor time.Du
 // setLeast replaces the lease of LockAtLeastFor with one that ends
 // lockAtLeastFor after the acquisition was answered, or with none when that
 // has passed. A lease that cannot be granted leaves none: Unlock then frees
-// the lock at once.
-func (l *lock) setLeast(ctx context.Context, lockAtLeastFor time.Duration) {
+// the lock at once. down rounds what is left down to whole seconds, and
+// leaves none below the cluster's minimum TTL, so that the lease never ends
+// after lockAtLeastFor; else it is rounded up, and never ends before.
+func (l *lock) setLeast(ctx context.Context, lockAtLeastFor time.Duration, down bool) {
 	old := l.least.id
 	l.askedLeast = lockAtLeastFor
 	l.least = grant{}
-	if left := lockAtLeastFor - time.Since(l.acquired); left > 0 {
+	left := lockAtLeastFor - time.Since(l.acquired)
+	if _, least := l.p.HoldGranularity(); down && left < least {
+		left = 0
+	}
+	if down {
+		left = left.Truncate(time.Second)
+	}
+	if left > 0 {
 		if g := l.p.grant(ctx, left); g.err == nil {
 			l.least = g
 		}

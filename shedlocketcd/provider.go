@@ -31,13 +31,15 @@ type Provider struct {
 	firedPrefix string // shedlock-fired:<env>:
 	suffix      string // @<lockedBy>#<token of this provider>.
 	seq         atomic.Uint64
+	minTTL      atomic.Int64     // the cluster's minimum lease TTL in seconds, as its grants showed it
 	now         func() time.Time // the time written into values, for readers only
 }
 
 var (
-	_ shedlock.LockProvider  = (*Provider)(nil)
-	_ shedlock.ConfigChecker = (*Provider)(nil)
-	_ shedlock.Admin         = (*Provider)(nil)
+	_ shedlock.LockProvider    = (*Provider)(nil)
+	_ shedlock.ConfigChecker   = (*Provider)(nil)
+	_ shedlock.Admin           = (*Provider)(nil)
+	_ shedlock.HoldGranularity = (*Provider)(nil)
 )
 
 // NewProvider returns a provider on client. It sends nothing: the cluster is
@@ -57,14 +59,29 @@ func NewProvider(client *clientv3.Client, opts ...Option) (*Provider, error) {
 	}
 	var token [6]byte
 	_, _ = rand.Read(token[:]) // crypto/rand.Read never fails on supported platforms
-	return &Provider{
+	p := &Provider{
 		client:      client,
 		lockedBy:    o.lockedBy,
 		prefix:      KeyPrefix + ":" + o.env + ":",
 		firedPrefix: FiredPrefix + ":" + o.env + ":",
 		suffix:      "@" + o.lockedBy + "#" + hex.EncodeToString(token[:]) + ".",
 		now:         time.Now,
-	}, nil
+	}
+	p.minTTL.Store(defaultMinTTL)
+	return p, nil
+}
+
+// defaultMinTTL is etcd's minimum lease TTL at its defaults, in seconds: 1.5
+// election timeouts of 1s, rounded up. A cluster with a longer one shows it by
+// raising a grant: the provider then uses that.
+const defaultMinTTL = 2
+
+// HoldGranularity reports how the provider keeps a hold: leases of whole
+// seconds, at least the cluster's minimum TTL, 2s at etcd's defaults, or more
+// once a grant has shown the cluster's to be longer. shedlock.Schedule asks it
+// so that each run's hold ends before the next fire time.
+func (p *Provider) HoldGranularity() (step, min time.Duration) {
+	return time.Second, time.Duration(p.minTTL.Load()) * time.Second
 }
 
 // hostName is the default owner, as Java ShedLock writes it.
@@ -152,7 +169,6 @@ func (p *Provider) acquire(ctx context.Context, cfg shedlock.LockConfig, take ta
 		return nil, shedlock.ErrNotAcquired
 	}
 	l.fence = resp.Header.Revision
-	l.modRev = resp.Header.Revision
 	l.acquired = time.Now()
 	l.ends = sent.Add(cfg.LockAtMostFor)
 	return l, nil
@@ -170,9 +186,17 @@ type grant struct {
 // grant asks for a lease of d, in whole seconds rounded up: the cluster may
 // raise it to its minimum TTL, and says so in its answer.
 func (p *Provider) grant(ctx context.Context, d time.Duration) grant {
-	resp, err := p.client.Grant(ctx, TTLSeconds(d))
+	asked := TTLSeconds(d)
+	resp, err := p.client.Grant(ctx, asked)
 	if err != nil {
 		return grant{err: err}
+	}
+	if resp.TTL > asked {
+		for m := p.minTTL.Load(); resp.TTL > m; m = p.minTTL.Load() {
+			if p.minTTL.CompareAndSwap(m, resp.TTL) {
+				break
+			}
+		}
 	}
 	return grant{id: resp.ID, ttl: time.Duration(resp.TTL) * time.Second, got: time.Now()}
 }
