@@ -145,7 +145,7 @@ func TestLeaderEnterJob(t *testing.T) {
 func TestLeaderStopKeepsTheLeaseWhileJobsWindDown(t *testing.T) {
 	t.Parallel()
 	store := shedlocktest.NewMemoryStore()
-	const lease = 300 * time.Millisecond
+	const lease = 500 * time.Millisecond
 	a := newLeader(t, store.Provider("a"), lease, shedlock.WithRetryPeriod(10*time.Millisecond))
 	b := newLeader(t, store.Provider("b"), lease, shedlock.WithRetryPeriod(10*time.Millisecond))
 	a.Start()
@@ -157,7 +157,7 @@ func TestLeaderStopKeepsTheLeaseWhileJobsWindDown(t *testing.T) {
 		<-ctx.Done()
 		// Winding down for a few leases after Stop ended the term: b must not
 		// lead meanwhile, since Stop waits for this job before it lets go.
-		for end := time.Now().Add(5 * lease); time.Now().Before(end); {
+		for end := time.Now().Add(4 * lease); time.Now().Before(end); {
 			if b.IsLeader() {
 				overlapped <- true
 				return nil
