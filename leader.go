@@ -22,7 +22,8 @@ var ErrNotLeader = errors.New("shedlock: not the leader")
 // command's list shows): a follower tries to take it (TryLock, LockAtMostFor =
 // lease, LockAtLeastFor 0) every retry period; the leader extends it every
 // renew period (Extend, a third of the lease by default), and releases it on
-// Stop. Each taking of the lease is a term, with its own fencing token.
+// Stop, once the jobs run under the leadership have ended (it renews the lease
+// until then). Each taking of the lease is a term, with its own fencing token.
 //
 // Choose one leader for a group of jobs that belong together (one instance
 // polls the outbox, compacts and reports, and keeps caches for it); choose a
@@ -32,8 +33,8 @@ var ErrNotLeader = errors.New("shedlock: not the leader")
 //
 // # Failover
 //
-// A leader that stops gracefully frees the lease at once: a follower leads
-// within one retry period. One that dies keeps it until the lease runs out in
+// A leader that stops gracefully frees the lease once its jobs have ended: a
+// follower leads within one retry period. One that dies keeps it until the lease runs out in
 // the store: a follower leads within the lease plus one retry period. At the
 // defaults (lease 15 s, retry 2 s, renew 5 s) a leader makes 12 statements a
 // minute, a follower 30.
@@ -53,7 +54,8 @@ var ErrNotLeader = errors.New("shedlock: not the leader")
 // Every wait is bounded: a campaign's TryLock by the lease less its margin (a
 // lease that arrives later could not be acted on), a renewal by half the time
 // the term has left (so that a hung connection leaves time to retry on
-// another), and Stop by its ctx.
+// another), and Stop by its ctx (its renewals while it waits for the jobs
+// too: past ctx the lease runs out in the store).
 type Leader struct {
 	provider LockProvider
 	cfg      LockConfig // Name, LockAtMostFor = the lease, LockAtLeastFor 0
@@ -70,12 +72,14 @@ type Leader struct {
 	stopTurn  chan struct{} // held by the Stop call that carries the shutdown on
 	stopOut   chan struct{} // closed once the shutdown is done; stopErr is its outcome
 	stopErr   error
+	drain     drain // the renewals while Stop waits for jobs; guarded by stopTurn
 
 	mu      sync.Mutex
 	started bool
 	stopped bool
 	term    *term         // the current term; nil while following
 	held    Lock          // the last term's lock, until it is released or known lost
+	heldAt  time.Time     // when the last taking or renewal of held that succeeded was sent
 	jobs    int           // OnlyWhenLeading jobs running
 	jobsOut chan struct{} // closed when jobs reaches 0, for Stop; nil unless it waits
 }

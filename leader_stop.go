@@ -8,14 +8,25 @@ import (
 
 // Stop ends the campaign: the leadership's context ends with a cause
 // wrapping ErrStopped, jobs run under the leadership (OnlyWhenLeading,
-// EnterJob) are waited for, then the lease is released, so that a follower
-// leads within one retry period and no job of this instance runs beside its.
+// EnterJob) are waited for while the lease is still renewed, then the lease
+// is released, so that a follower leads within one retry period and no job of
+// this instance runs beside its, however long the jobs take to wind down.
 // It waits, within ctx, for the campaign and the jobs to end and for the
-// listeners to receive the last events; it returns an error if ctx ends first
-// (the lease is not released yet: a later Stop goes on with the shutdown, and
-// without one the lease stays until its end in the store) or the release
-// fails. Every call, concurrent or later, waits for the same shutdown and
-// returns its outcome.
+// listeners to receive the last events. It returns an error if ctx ends first
+// (the lease is not released yet, and no longer renewed: a later Stop goes on
+// with the shutdown and renews it again while it waits, and without one the
+// lease stays until its end in the store), if the release fails, or if the
+// lease was lost while Stop waited for the jobs (wrapping ErrLockLost: a
+// follower may have led beside them). Every call, concurrent or later, waits
+// for the same shutdown and returns its outcome.
+//
+// The renewals last as long as the jobs and ctx do: a job that ignores its
+// context keeps the lease, and no instance leads, until ctx ends, so give ctx
+// a deadline (the process's grace period on shutdown). A job that Stop waits
+// for must not call Stop and wait for it: Stop waits for that very job, so
+// the call blocks, holding the lease, until its ctx ends, and the lease is
+// released only by a later Stop once the job has returned. Call Stop from
+// outside the jobs (or from a goroutine the job does not wait for).
 func (l *Leader) Stop(ctx context.Context) error {
 	l.mu.Lock()
 	first := !l.stopped
@@ -84,7 +95,7 @@ func (l *Leader) shutdown(ctx context.Context) (final bool, err error) {
 		l.mu.Unlock()
 	}
 	l.events.Wait(ctx)
-	return true, err
+	return true, errors.Join(l.drain.lost, err)
 }
 
 // leaderStopped is the cause of a leadership's context that Stop ended: it
@@ -94,24 +105,3 @@ type leaderStopped struct{ name string }
 func (e leaderStopped) Error() string { return fmt.Sprintf("shedlock: leader %q stopped", e.name) }
 
 func (leaderStopped) Is(target error) bool { return target == ErrStopped }
-
-// waitJobs waits, within ctx, until no OnlyWhenLeading job runs.
-func (l *Leader) waitJobs(ctx context.Context) error {
-	l.mu.Lock()
-	if l.jobs == 0 {
-		l.mu.Unlock()
-		return nil
-	}
-	if l.jobsOut == nil {
-		l.jobsOut = make(chan struct{})
-	}
-	out, n := l.jobsOut, l.jobs
-	l.mu.Unlock()
-	select {
-	case <-out:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("shedlock: leader %q: stop: %d jobs still running; the lease stays until its end: %w",
-			l.cfg.Name, n, ctx.Err())
-	}
-}

@@ -3,7 +3,9 @@ package shedlock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -133,5 +135,154 @@ func TestLeaderEnterJob(t *testing.T) {
 	}
 	if _, err := store.Provider("c").TryLock(context.Background(), cfg); err != nil {
 		t.Fatalf("the lease after Stop: %v", err)
+	}
+}
+
+// Stop renews the lease while it waits for the jobs: a job that takes longer
+// than the lease to wind down after its context ended (a batch finishing, a
+// flush) does not outlive the lease in the store, so no follower leads beside
+// it while Stop still waits for it.
+func TestLeaderStopKeepsTheLeaseWhileJobsWindDown(t *testing.T) {
+	t.Parallel()
+	store := shedlocktest.NewMemoryStore()
+	const lease = 500 * time.Millisecond
+	a := newLeader(t, store.Provider("a"), lease, shedlock.WithRetryPeriod(10*time.Millisecond))
+	b := newLeader(t, store.Provider("b"), lease, shedlock.WithRetryPeriod(10*time.Millisecond))
+	a.Start()
+	waitLeading(t, 5*time.Second, a)
+	b.Start()
+	started, overlapped := make(chan struct{}), make(chan bool, 1)
+	job := a.OnlyWhenLeading()(shedlock.JobFunc(func(ctx context.Context) error {
+		close(started)
+		<-ctx.Done()
+		// Winding down for a few leases after Stop ended the term: b must not
+		// lead meanwhile, since Stop waits for this job before it lets go.
+		for end := time.Now().Add(4 * lease); time.Now().Before(end); {
+			if b.IsLeader() {
+				overlapped <- true
+				return nil
+			}
+			time.Sleep(time.Millisecond) // a poll with a deadline
+		}
+		overlapped <- false
+		return nil
+	}))
+	go job.Run()
+	<-started
+	stopped := make(chan error, 1)
+	go func() { stopped <- a.Stop(context.Background()) }()
+	if <-overlapped {
+		t.Fatalf("b led while a's job still ran and a.Stop still waited for it (lease %v): "+
+			"Stop's wait let a's lease lapse in the store", lease)
+	}
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
+	waitLeading(t, 5*time.Second, b) // released once the job ended
+}
+
+// losingProvider's locks are refused renewal (ErrLockLost) once lost is set,
+// as when another instance has taken the lease; refused counts the refusals.
+type losingProvider struct {
+	shedlock.LockProvider
+	lost    atomic.Bool
+	refused atomic.Int64
+}
+
+func (p *losingProvider) TryLock(ctx context.Context, cfg shedlock.LockConfig) (shedlock.Lock, error) {
+	l, err := p.LockProvider.TryLock(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &losingLock{l, p}, nil
+}
+
+type losingLock struct {
+	shedlock.Lock
+	p *losingProvider
+}
+
+func (l *losingLock) Extend(ctx context.Context, most, least time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if l.p.lost.Load() {
+		l.p.refused.Add(1)
+		return fmt.Errorf("%w: taken by another", shedlock.ErrLockLost)
+	}
+	return l.Lock.Extend(ctx, most, least)
+}
+
+// A renewal refused while Stop waits for a job means a follower may lead
+// beside it: Stop's outcome says so.
+func TestLeaderStopReportsALeaseLostWhileJobsWindDown(t *testing.T) {
+	t.Parallel()
+	p := &losingProvider{LockProvider: shedlocktest.NewMemoryStore().Provider("a")}
+	a := newLeader(t, p, 300*time.Millisecond)
+	a.Start()
+	waitLeading(t, 5*time.Second, a)
+	started, refused := make(chan struct{}), make(chan bool, 1)
+	job := a.OnlyWhenLeading()(shedlock.JobFunc(func(ctx context.Context) error {
+		close(started)
+		<-ctx.Done() // Stop has ended the term: the campaign renews no more
+		p.lost.Store(true)
+		for end := time.Now().Add(10 * time.Second); time.Now().Before(end); {
+			if p.refused.Load() > 0 {
+				refused <- true
+				return nil
+			}
+			time.Sleep(time.Millisecond) // a poll with a deadline
+		}
+		refused <- false
+		return nil
+	}))
+	go job.Run()
+	<-started
+	err := a.Stop(context.Background())
+	if !<-refused {
+		t.Fatal("no renewal while Stop waited for the job")
+	}
+	if !errors.Is(err, shedlock.ErrLockLost) {
+		t.Fatalf("Stop after the lease was lost while it waited: %v", err)
+	}
+	if again := a.Stop(context.Background()); !errors.Is(again, shedlock.ErrLockLost) {
+		t.Fatalf("a second Stop returns another outcome: %v", again)
+	}
+}
+
+// The renewals last only as long as a Stop waits: once its ctx has ended,
+// the lease runs out in the store and a follower leads, even though a job of
+// the old leader still runs, rather than a job that never returns keeping the
+// lease forever. A later Stop finishes the shutdown once the job has ended.
+func TestLeaderStopPastItsCtxRenewsNoMore(t *testing.T) {
+	t.Parallel()
+	store := shedlocktest.NewMemoryStore()
+	const lease = 300 * time.Millisecond
+	a := newLeader(t, store.Provider("a"), lease, shedlock.WithRetryPeriod(10*time.Millisecond))
+	b := newLeader(t, store.Provider("b"), lease, shedlock.WithRetryPeriod(10*time.Millisecond))
+	a.Start()
+	waitLeading(t, 5*time.Second, a)
+	b.Start()
+	started, release, returned := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	job := a.OnlyWhenLeading()(shedlock.JobFunc(func(context.Context) error {
+		close(started)
+		<-release
+		return nil
+	}))
+	go func() {
+		defer close(returned)
+		job.Run()
+	}()
+	<-started
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := a.Stop(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a Stop that cannot wait for the job: %v", err)
+	}
+	waitLeading(t, 5*time.Second, b)
+	close(release)
+	<-returned
+	if err := a.Stop(context.Background()); err != nil {
+		t.Fatalf("the Stop that finishes the shutdown: %v", err)
 	}
 }

@@ -79,7 +79,7 @@ func (l *Leader) begin(lock Lock, sent time.Time) {
 	until := lockEnd(sent, l.cfg.LockAtMostFor)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.held = lock
+	l.held, l.heldAt = lock, sent
 	if l.stopped || !time.Now().Before(until) {
 		return
 	}
@@ -110,6 +110,7 @@ func (l *Leader) renew(t *term) time.Duration {
 		l.mu.Lock()
 		if !t.ended {
 			t.until, t.lastErr = lockEnd(sent, l.cfg.LockAtMostFor), nil
+			l.heldAt = sent
 			t.timer.Reset(time.Until(t.until))
 		}
 		l.mu.Unlock()
