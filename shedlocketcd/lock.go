@@ -23,6 +23,7 @@ type lock struct {
 	mu         sync.Mutex
 	most       grant              // the lease the key was last put on by a write whose answer came
 	maybe      []clientv3.LeaseID // leases the key may be on: put there by writes whose answer was lost
+	maybeEnds  time.Time          // the latest end such a write asked for, on this process's clock
 	least      grant              // the lease of LockAtLeastFor, counted from the acquisition; none if 0
 	askedLeast time.Duration      // LockAtLeastFor as asked
 	acquired   time.Time          // when the acquiring transaction was answered: after the cluster made the put
@@ -151,7 +152,8 @@ func (l *lock) revokeMost(ctx context.Context) {
 // grant was sent (the cluster's lease, rounded up to the second, may still
 // run: it is not relied on). A transaction whose answer is lost may have
 // moved the key: no lease is revoked then, and the next Extend or Unlock,
-// guarded by what such a move does not change, finds the key all the same.
+// guarded by what such a move does not change, finds the key all the same,
+// within the LockAtMostFor that lost Extend asked for.
 // lockAtLeastFor replaces LockAtLeastFor, still counted from the
 // acquisition: a changed one is a new lease, its TTL what is left of it since
 // the acquisition was answered on this process's clock, which is after the
@@ -166,7 +168,9 @@ func (l *lock) Extend(ctx context.Context, lockAtMostFor, lockAtLeastFor time.Du
 	if l.done {
 		return shedlock.ErrLockLost
 	}
-	if !time.Now().Before(l.ends) {
+	// Past the end this lock last heard of, an Extend whose answer was lost
+	// may still keep the key: the guarded write below tells.
+	if now := time.Now(); !now.Before(l.ends) && !now.Before(l.maybeEnds) {
 		l.done = true
 		return shedlock.ErrLockLost
 	}
@@ -183,6 +187,9 @@ func (l *lock) Extend(ctx context.Context, lockAtMostFor, lockAtLeastFor time.Du
 		// The put may have been made: revoking its lease would delete the key
 		// behind this holder's back. The lease ends by itself at its TTL.
 		l.maybe = append(l.maybe, most.id)
+		if end := sent.Add(lockAtMostFor); end.After(l.maybeEnds) {
+			l.maybeEnds = end
+		}
 		return fmt.Errorf("shedlock: extend %q: %w", l.name, err)
 	}
 	if !resp.Succeeded {
@@ -193,7 +200,7 @@ func (l *lock) Extend(ctx context.Context, lockAtMostFor, lockAtLeastFor time.Du
 	}
 	l.revokeMost(ctx)
 	l.most = most
-	l.ends = sent.Add(lockAtMostFor)
+	l.ends, l.maybeEnds = sent.Add(lockAtMostFor), time.Time{}
 	if lockAtLeastFor != l.askedLeast {
 		l.setLeast(ctx, lockAtLeastFor, false)
 	}
