@@ -46,10 +46,14 @@ func TestScheduleHoldRoundedToStore(t *testing.T) {
 	t.Cleanup(func() { _ = ex.Stop(context.Background()) })
 	c := cron.New(cron.WithSeconds()) // never started: the test calls the entry as cron would
 	cfg := shedlock.LockConfig{Name: "hourly", LockAtMostFor: time.Second + 300*time.Millisecond}
-	id, err := ex.Schedule(c, "0 0 * * * *", cfg, func(context.Context) error { return nil })
+	id, err := ex.Schedule(c, "*/5 * * * * *", cfg, func(context.Context) error { return nil })
 	if err != nil {
 		t.Fatalf("Schedule: %v", err)
 	}
+	// Called as cron calls it, just after a fire time: a call far from one is
+	// late for it, and skipped.
+	fire := c.Entry(id).Schedule.Next(time.Now())
+	<-time.After(time.Until(fire.Add(10 * time.Millisecond)))
 	before := time.Now()
 	c.Entry(id).WrappedJob.Run()
 	next := c.Entry(id).Schedule.Next(before)

@@ -33,8 +33,11 @@ func ClockSkew(d time.Duration) JobOption {
 // Each run takes the lock as Run does, and holds it, in the store's time, until
 // the skew bound (ClockSkew, default 500ms) before the instance's next fire
 // time: its LockAtLeastFor is next - now - skew, and its LockAtMostFor the
-// larger of that and cfg.LockAtMostFor, so that a holder that dies mid-run
-// frees the lock before the next fire time too. Within the bound this gives:
+// larger of that and cfg.LockAtMostFor: a run is never cut off before its
+// LockAtMostFor, and a holder that dies mid-run keeps the lock until then, so
+// the fire times within it are skipped (with CatchUp, one run makes up for
+// them). A LockAtMostFor a little above the longest run, and below the
+// interval, loses no fire time to a dead holder. Within the bound this gives:
 //
 //   - At most once per fire time: instances whose clocks differ by less than the
 //     skew bound fire the same time while the first one's lock holds, and find it
@@ -268,6 +271,13 @@ func (j *scheduledJob) config(now time.Time) LockConfig {
 		return cfg
 	}
 	hold := granularHold(j.e.provider, next.Sub(now)-j.o.skew)
+	if hold <= 0 {
+		// Called within the skew bound of the next fire time (a process paused
+		// or starved past its fire time): the hold an on-time run of this fire
+		// time takes, counted from the fire time, makes the attempt late, so it
+		// is skipped rather than run the fire time again once that hold ended.
+		hold = granularHold(j.e.provider, next.Sub(j.fireTime(now))-j.o.skew)
+	}
 	if hold <= 0 {
 		return cfg
 	}
