@@ -44,8 +44,9 @@ var ErrNoBatch = errors.New("shedlock: the server cannot run the batch statement
 // can, one statement (two on MySQL) for all of them, after one more for the
 // names this engine has not seen. Each row is taken on its own condition,
 // with its own token, exactly as TryLock takes it. Results are in the order of
-// items. Names that are one row under the column's collation are an error for
-// the batch, as exact duplicates are (the caller checks those).
+// items. Of two names that are one row under the column's collation, the later
+// one is that item's error (lockerr.InvalidConfig and lockerr.DuplicateName);
+// exact duplicates are the batch's (the caller checks those).
 //
 // A conflict that rolled the statement back is sent again once, at once: the
 // rows are taken in one fixed order, so it is rare, and nothing was taken.
@@ -111,8 +112,8 @@ func (e *Engine) acquireBatch(ctx context.Context, args []BatchArgs) ([]Grant, e
 
 // batchStates finds each item's name state, checking the names this engine
 // has not seen with one NameKeys call. A name the column cannot store, or one
-// that is another cached name's row, is that item's error; two items that are
-// one row are the batch's.
+// that is another cached name's row, is that item's error; of two items that
+// are one row, the later one's.
 func (e *Engine) batchStates(ctx context.Context, items []BatchItem, res []BatchResult) ([]*nameState, error) {
 	states := make([]*nameState, len(items))
 	var fresh []int
@@ -150,9 +151,9 @@ func (e *Engine) batchStates(ctx context.Context, items []BatchItem, res []Batch
 		if res[i].Err != nil {
 			continue
 		}
-		if j, ok := byKey[keys[i]]; ok {
-			return nil, fmt.Errorf("%w: locks %q and %q of one batch are the same row under the name column's collation",
-				lockerr.InvalidConfig, items[j].Name, items[i].Name)
+		if j, ok := byKey[keys[i]]; ok { // the later twin's own error: the others go on
+			res[i].Err = sameRow(items[i].Name, items[j].Name)
+			continue
 		}
 		byKey[keys[i]] = i
 	}
