@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
+	"github.com/robfig/cron/v3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -45,5 +47,60 @@ func TestBatchCollationTwinFailsOnlyItself(t *testing.T) {
 			require.NoError(t, first.Lock.Unlock(ctx))
 			require.NoError(t, other.Lock.Unlock(ctx))
 		}
+	}
+}
+
+// Names that only the store's collation makes one row are one name to an
+// executor on that store: the second job under one is ErrDuplicateName at
+// registration, naming both, and the name stays free for another job. A name
+// the store has not been asked of (a Run, which registers nothing) fails its
+// attempt with ErrDuplicateName, naming its twin, rather than running.
+func TestRegistrationRefusesCollationTwins(t *testing.T) {
+	t.Parallel()
+	newProvider := mysqlStore(nil)(t)
+	noop := func(context.Context) error { return nil }
+	cfg := func(name string) shedlock.LockConfig {
+		return shedlock.LockConfig{Name: name, LockAtMostFor: time.Minute}
+	}
+	registrations := map[string]func(ex *shedlock.Executor, name string) error{
+		"FixedDelay": func(ex *shedlock.Executor, name string) error {
+			return ex.FixedDelay(cfg(name), time.Hour, noop)
+		},
+		"Wrap": func(ex *shedlock.Executor, name string) error {
+			_, err := ex.Wrap(cfg(name), cron.FuncJob(func() {}))
+			return err
+		},
+		"Schedule": func(ex *shedlock.Executor, name string) error {
+			_, err := ex.Schedule(cron.New(), "@hourly", cfg(name), noop)
+			return err
+		},
+	}
+	for how, register := range registrations {
+		ex := shedlock.NewExecutor(newProvider(t))
+		for _, pair := range collationTwins {
+			require.NoError(t, register(ex, pair[0]), "%s(%q)", how, pair[0])
+			err := register(ex, pair[1])
+			require.ErrorIs(t, err, shedlock.ErrDuplicateName, "%s(%q) after %q", how, pair[1], pair[0])
+			assert.ErrorContains(t, err, fmt.Sprintf("%q is %q to the store", pair[1], pair[0]))
+			assert.NoError(t, register(ex, pair[1]+"-2"), "%s: another name after the refusal", how)
+		}
+		var panicked any
+		func() {
+			defer func() { panicked = recover() }()
+			ex.WithLock(collationTwins[0][1], time.Minute, 0)
+		}()
+		err, _ := panicked.(error)
+		assert.ErrorIs(t, err, shedlock.ErrDuplicateName, "%s then WithLock", how)
+	}
+
+	ex := shedlock.NewExecutor(newProvider(t))
+	for _, pair := range collationTwins {
+		ran, err := ex.Run(context.Background(), cfg("run-"+pair[0]), noop)
+		require.NoError(t, err)
+		require.True(t, ran)
+		ran, err = ex.Run(context.Background(), cfg("run-"+pair[1]), noop)
+		assert.False(t, ran, "%q after %q", pair[1], pair[0])
+		assert.ErrorIs(t, err, shedlock.ErrDuplicateName)
+		assert.ErrorContains(t, err, fmt.Sprintf("%q is the same row as lock %q", "run-"+pair[1], "run-"+pair[0]))
 	}
 }
