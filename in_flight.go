@@ -34,8 +34,9 @@ const maxBatch = 64
 
 // WithMaxInFlight bounds the executor's statements in flight at once to n. By
 // default n is the provider's pool size (PoolSizer), read at the first
-// attempt, or 8 when it has none. Attempts use at most n-1 of them (1 when n
-// is 1), so that one connection stays free for releases and extensions, which
+// attempt, or 8 when it has none. Attempts, in batches, alone or for a
+// CatchUp run's fire time, use at most n-1 of them (1 when n is 1), so that
+// one connection stays free for releases and extensions, which
 // never wait for attempts: a lock this instance holds is kept and freed in one
 // statement's time, even while every attempt hangs on rows another
 // transaction holds; they go before waiting attempts when a statement ends,
@@ -152,20 +153,26 @@ func (as *attempts) unlockSucceeded(ctx context.Context, lock FireLock, leastFor
 
 // tryFire takes a CatchUp run's lock for its fire time, within the acquire
 // timeout. Such attempts are few, one per fire time and check: each goes
-// alone, within the bound of releases and extensions, never in a batch.
+// alone, never in a batch, but within the bound of attempts, so that however
+// many hang on rows another transaction holds, releases and extensions keep
+// their places.
 func (as *attempts) tryFire(ctx context.Context, cfg LockConfig, fire time.Time) (Lock, error) {
 	fl, ok := as.provider.(FireLocker)
 	if !ok {
 		return nil, fmt.Errorf("%w: lock %q: CatchUp needs a provider that records fire times (FireLocker); %T does not",
 			ErrInvalidOption, cfg.Name, as.provider)
 	}
-	done, err := as.inFlight().AcquireHeld(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("shedlock: lock %q: wait for one of the executor's statements in flight: %w", cfg.Name, err)
-	}
-	defer done()
 	ctx, cancel := context.WithTimeout(ctx, as.timeout)
 	defer cancel()
+	s := as.inFlight()
+	g, ok := s.TryAcquire(inflight.Alone)
+	if !ok {
+		var err error
+		if g, err = s.Acquire(ctx, inflight.Alone, nil, 0, time.Time{}, time.Time{}); err != nil {
+			return nil, fmt.Errorf("shedlock: lock %q: wait for one of the executor's %d attempts in flight: %w", cfg.Name, s.Limit, err)
+		}
+	}
+	defer g.Done()
 	l, err := fl.TryLockFire(ctx, cfg, fire)
 	if err != nil {
 		return nil, err
