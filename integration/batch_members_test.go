@@ -2,6 +2,7 @@ package integration_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/shedlock-go/shedlock"
+	"github.com/shedlock-go/shedlock/internal/testkit/testdb"
 )
 
 // collationTwins are names that MariaDB's default collation
@@ -102,5 +104,77 @@ func TestRegistrationRefusesCollationTwins(t *testing.T) {
 		assert.False(t, ran, "%q after %q", pair[1], pair[0])
 		assert.ErrorIs(t, err, shedlock.ErrDuplicateName)
 		assert.ErrorContains(t, err, fmt.Sprintf("%q is the same row as lock %q", "run-"+pair[1], "run-"+pair[0]))
+	}
+}
+
+// A row another transaction holds (an operator's SELECT ... FOR UPDATE, left
+// open) fails its member alone: the batch's other members are taken, within
+// the caller's deadline, and the held one is ErrNotAcquired; once the
+// transaction ends, the next batch takes it. MariaDB waits a second for the
+// row, then asks which rows are held and sends the others again; PostgreSQL
+// skips the row at once (SKIP LOCKED), with every client.
+func TestBatchRowHeldByAnotherTransactionFailsItsMemberAlone(t *testing.T) {
+	t.Parallel()
+	type store struct {
+		open        func(t *testing.T) *sql.DB
+		table       func(t *testing.T, db *sql.DB) string
+		provider    func(t *testing.T, db *sql.DB, table string) shedlock.LockProvider
+		placeholder string
+	}
+	stores := map[string]store{
+		"MariaDB": {
+			open:  func(t *testing.T) *sql.DB { return testdb.Open(t, nil) },
+			table: func(t *testing.T, db *sql.DB) string { return testdb.NewFencedTable(t, db) },
+			provider: func(t *testing.T, db *sql.DB, table string) shedlock.LockProvider {
+				return newMySQLProvider(t, db, shedlock.WithTableName(table))
+			},
+			placeholder: "?",
+		},
+	}
+	for _, c := range pgClients {
+		stores["PostgreSQL/"+c.name] = store{
+			open:  func(t *testing.T) *sql.DB { return c.open(t, nil) },
+			table: func(t *testing.T, db *sql.DB) string { return testdb.NewFencedPostgresTable(t, db) },
+			provider: func(t *testing.T, db *sql.DB, table string) shedlock.LockProvider {
+				return newPostgresProvider(t, db, shedlock.WithTableName(table))
+			},
+			placeholder: "$1",
+		}
+	}
+	for name, s := range stores {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			admin := s.open(t)
+			table := s.table(t, admin)
+			p := s.provider(t, s.open(t), table).(shedlock.BatchLocker)
+			names := []string{"a", "held", "z"}
+			for _, r := range mustBatch(t, p, batchOf(names...)) { // the rows exist, free
+				require.NoError(t, r.Err)
+				require.NoError(t, r.Lock.Unlock(ctx))
+			}
+
+			tx, err := admin.BeginTx(ctx, nil)
+			require.NoError(t, err)
+			defer tx.Rollback()
+			var got string
+			require.NoError(t, tx.QueryRowContext(ctx, "SELECT name FROM "+table+" WHERE name = "+s.placeholder+" FOR UPDATE",
+				"held").Scan(&got))
+
+			deadline, cancel := context.WithTimeout(ctx, 20*time.Second) // under MariaDB's 50 s lock wait
+			defer cancel()
+			res, err := p.TryLockBatch(deadline, batchOf(names...))
+			require.NoError(t, err, "a row another transaction holds failed the batch")
+			require.NoError(t, res[0].Err, "a")
+			assert.ErrorIs(t, res[1].Err, shedlock.ErrNotAcquired, "the held row")
+			require.NoError(t, res[2].Err, "z")
+			require.NoError(t, res[0].Lock.Unlock(ctx))
+			require.NoError(t, res[2].Lock.Unlock(ctx))
+
+			require.NoError(t, tx.Rollback())
+			for i, r := range mustBatch(t, p, batchOf(names...)) {
+				require.NoError(t, r.Err, "%s once the transaction ended", names[i])
+			}
+		})
 	}
 }

@@ -48,10 +48,12 @@ var ErrNoBatch = errors.New("shedlock: the server cannot run the batch statement
 // one is that item's error (lockerr.InvalidConfig and lockerr.DuplicateName);
 // exact duplicates are the batch's (the caller checks those).
 //
-// A conflict that rolled the statement back is sent again once, at once: the
-// rows are taken in one fixed order, so it is rare, and nothing was taken.
-// After a second, every attempt is lockerr.NotAcquired, as a single
-// attempt's conflict is.
+// A conflict that rolled the statement back (a deadlock, or a row another
+// transaction held past the statement's lock wait) is sent again once, at
+// once, without the rows another transaction holds then, which are
+// lockerr.NotAcquired: the rows are taken in one fixed order, so it is rare,
+// and nothing was taken. After a second, every attempt is
+// lockerr.NotAcquired, as a single attempt's conflict is.
 func (e *Engine) TryLockBatch(ctx context.Context, items []BatchItem) ([]BatchResult, error) {
 	res := make([]BatchResult, len(items))
 	states, err := e.batchStates(ctx, items, res)
@@ -97,17 +99,45 @@ func (e *Engine) TryLockBatch(ctx context.Context, items []BatchItem) ([]BatchRe
 	return res, nil
 }
 
-// acquireBatch runs the batch statement, once more after a conflict.
+// acquireBatch runs the batch statement, and once more after a conflict:
+// without the rows another transaction holds (BusyRows), which are not
+// acquired, so that a row an open transaction keeps fails its member alone.
 func (e *Engine) acquireBatch(ctx context.Context, args []BatchArgs) ([]Grant, error) {
-	for attempt := 0; ; attempt++ {
-		grants, err := statement(e, ctx, func(ctx context.Context) ([]Grant, error) { return e.store.AcquireBatch(ctx, args) })
-		if !errors.Is(err, ErrConflict) || attempt == 1 || ctx.Err() != nil {
-			if err == nil && len(grants) != len(args) {
-				return nil, fmt.Errorf("the store reported %d outcomes for %d rows", len(grants), len(args))
-			}
-			return grants, err
+	grants, err := e.sendBatch(ctx, args)
+	if !errors.Is(err, ErrConflict) || ctx.Err() != nil {
+		return grants, err
+	}
+	busy, err := statement(e, ctx, func(ctx context.Context) ([]bool, error) { return e.store.BusyRows(ctx, args) })
+	if err != nil || len(busy) != len(args) {
+		busy = make([]bool, len(args)) // cannot tell: all again
+	}
+	rest, at := make([]BatchArgs, 0, len(args)), make([]int, 0, len(args))
+	for k, a := range args {
+		if !busy[k] {
+			rest, at = append(rest, a), append(at, k)
 		}
 	}
+	grants = make([]Grant, len(args)) // a busy row's: not acquired
+	if len(rest) == 0 {
+		return grants, nil
+	}
+	got, err := e.sendBatch(ctx, rest)
+	if err != nil {
+		return nil, err
+	}
+	for j, k := range at {
+		grants[k] = got[j]
+	}
+	return grants, nil
+}
+
+// sendBatch runs the batch statement once.
+func (e *Engine) sendBatch(ctx context.Context, args []BatchArgs) ([]Grant, error) {
+	grants, err := statement(e, ctx, func(ctx context.Context) ([]Grant, error) { return e.store.AcquireBatch(ctx, args) })
+	if err == nil && len(grants) != len(args) {
+		return nil, fmt.Errorf("the store reported %d outcomes for %d rows", len(grants), len(args))
+	}
+	return grants, err
 }
 
 // batchStates finds each item's name state, checking the names this engine

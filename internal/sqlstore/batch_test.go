@@ -127,3 +127,21 @@ func TestBatchFallsBackOneByOne(t *testing.T) {
 		t.Fatalf("want a taken and b NotAcquired, got %+v", res)
 	}
 }
+
+// A row another transaction holds past the statement's lock wait fails its
+// member alone: the batch is sent again without it, and it is NotAcquired.
+func TestBatchBusyRowFailsItsMemberAlone(t *testing.T) {
+	store := newFakeStore()
+	store.busy = map[string]bool{"b": true}
+	e := testEngine(t, store)
+	res, err := e.TryLockBatch(context.Background(), items("a", "b", "c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].Lock == nil || !errors.Is(res[1].Err, lockerr.NotAcquired) || res[2].Lock == nil {
+		t.Fatalf("want a and c taken, b NotAcquired, got %+v", res)
+	}
+	if len(store.batches) != 1 || strings.Join(store.batches[0], ",") != "a,c" {
+		t.Fatalf("batches that went through: %v; want [a c] alone", store.batches)
+	}
+}

@@ -151,3 +151,7 @@ func (s *Store) NameKeys(ctx context.Context, names []string) ([]string, []error
 	}
 	return keys, errs, nil
 }
+
+// BusyRows is nil: the batch statement skips the rows another transaction
+// holds (SKIP LOCKED), so its conflicts are deadlocks, sent again whole.
+func (s *Store) BusyRows(context.Context, []sqlstore.BatchArgs) ([]bool, error) { return nil, nil }
