@@ -131,6 +131,9 @@ func TestBatchRowHeldByAnotherTransactionFailsItsMemberAlone(t *testing.T) {
 			placeholder: "?",
 		},
 	}
+	zoned := stores["MariaDB"] // its statements pin the time zone too (SET STATEMENT time_zone)
+	zoned.open = func(t *testing.T) *sql.DB { return testdb.Open(t, map[string]string{"time_zone": "'+05:00'"}) }
+	stores["MariaDB/SessionZone"] = zoned
 	for _, c := range pgClients {
 		stores["PostgreSQL/"+c.name] = store{
 			open:  func(t *testing.T) *sql.DB { return c.open(t, nil) },
@@ -175,6 +178,27 @@ func TestBatchRowHeldByAnotherTransactionFailsItsMemberAlone(t *testing.T) {
 			for i, r := range mustBatch(t, p, batchOf(names...)) {
 				require.NoError(t, r.Err, "%s once the transaction ended", names[i])
 			}
+		})
+	}
+}
+
+// Under a nondeterministic PostgreSQL collation, two new names of one batch
+// that are one row fail the later alone, as under MariaDB's.
+func TestBatchPostgresNondeterministicTwinFailsOnlyItself(t *testing.T) {
+	t.Parallel()
+	createCaseInsensitiveCollation(t)
+	ddl := postgresDDL("varchar(64) COLLATE "+pgCaseInsensitive, "timestamp", "timestamp", "varchar(255)")
+	for _, c := range pgClients {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			table := customTable(t, testdb.OpenPostgres(t, testdb.PGX, nil), ddl)
+			p := newPostgresProvider(t, c.open(t, nil), shedlock.WithTableName(table))
+			res, err := p.TryLockBatch(context.Background(), batchOf("job", "other", "JOB"))
+			require.NoError(t, err, "one member's twin failed the batch")
+			require.NoError(t, res[0].Err)
+			require.NoError(t, res[1].Err)
+			assert.ErrorIs(t, res[2].Err, shedlock.ErrDuplicateName)
+			assert.ErrorContains(t, res[2].Err, `"JOB" is the same row as lock "job"`)
 		})
 	}
 }

@@ -85,15 +85,32 @@ func batchTexts(tbl *tableInfo, sqlOf func(string) string, returning bool) []str
 	r := strings.NewReplacer(pairs...)
 	acquire := r.Replace(batchAcquireSQL)
 	if returning {
-		acquire = "SET STATEMENT innodb_lock_wait_timeout = " + batchLockWait + " FOR " + acquire + " RETURNING locked_by"
+		acquire += " RETURNING locked_by"
 		if tbl.fence {
 			acquire += ", fence"
 		}
-	} else {
-		acquire = strings.Replace(acquire, "INSERT ", "INSERT /*+ SET_VAR(innodb_lock_wait_timeout = "+batchLockWait+") */ ", 1)
 	}
-	return []string{sqlOf(acquire), sqlOf(r.Replace(batchOwnedSQL)), sqlOf(r.Replace(batchNamesSQL)),
+	return []string{withLockWait(sqlOf(acquire), returning), sqlOf(r.Replace(batchOwnedSQL)), sqlOf(r.Replace(batchNamesSQL)),
 		sqlOf(r.Replace(batchExistSQL)), sqlOf(r.Replace(batchFreeSQL))}
+}
+
+// withLockWait sets batchLockWait for stmt: in the SET STATEMENT (MariaDB) or
+// the hint (MySQL) that pins its time zone where it has one, since a second
+// SET STATEMENT or a second hint comment would not be read as one.
+func withLockWait(stmt string, mariadb bool) string {
+	if mariadb {
+		set := "innodb_lock_wait_timeout = " + batchLockWait
+		if rest, ok := strings.CutPrefix(stmt, "SET STATEMENT "); ok {
+			return "SET STATEMENT " + set + ", " + rest
+		}
+		return "SET STATEMENT " + set + " FOR " + stmt
+	}
+	hint := "SET_VAR(innodb_lock_wait_timeout = " + batchLockWait + ")"
+	if i := strings.Index(stmt, "/*+ "); i >= 0 {
+		return stmt[:i+len("/*+ ")] + hint + " " + stmt[i+len("/*+ "):]
+	}
+	verb, rest, _ := strings.Cut(stmt, " ")
+	return verb + " /*+ " + hint + " */ " + rest
 }
 
 // errParse is the server's syntax error: a server without JSON_TABLE.
