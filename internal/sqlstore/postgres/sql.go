@@ -88,15 +88,21 @@ const (
 	sessionSQL = "SELECT current_setting('server_version_num')::int, current_setting('server_encoding'), " +
 		"current_setting('transaction_read_only') = 'on', pg_is_in_recovery()"
 	columnsSQL = "SELECT a.attname, t.typname, a.atttypmod, format_type(a.atttypid, a.atttypmod), " +
-		"COALESCE(c.collisdeterministic, true), COALESCE(c.collname, '') " +
+		"COALESCE(c.collisdeterministic, true), COALESCE(c.collname, ''), " +
+		"COALESCE(quote_ident(n.nspname) || '.' || quote_ident(c.collname), '') " +
 		"FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid " +
-		"LEFT JOIN pg_collation c ON c.oid = a.attcollation " +
+		"LEFT JOIN pg_collation c ON c.oid = a.attcollation LEFT JOIN pg_namespace n ON n.oid = c.collnamespace " +
 		"WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped"
 	// The table's oid, which proofSQL returns; and the pooler check's probe.
 	tableOIDSQL   = "SELECT to_regclass($1)::oid::int8"
 	backendPIDSQL = "SELECT pg_backend_pid()"
 	// The spelling of the row a name is, under a nondeterministic collation.
 	storedNameSQL = "SELECT name::text FROM {t} WHERE name = $1"
+	// For each name of a batch, the first of the batch's names equal to it
+	// under the name column's (nondeterministic) collation, {collation}: two
+	// new names of one row.
+	twinsSQL = "SELECT a.i, min(b.j) FROM unnest($1::text::text[]) WITH ORDINALITY AS a(n, i) " +
+		"JOIN unnest($1::text::text[]) WITH ORDINALITY AS b(n, j) ON a.n = b.n COLLATE {collation} GROUP BY a.i"
 )
 
 // Indexes of the statements a postgresStore runs.
