@@ -47,7 +47,7 @@ type Executor struct {
 	// the provider's NameKey -> name registered, for a NameKeyer; and
 	// jobname.Key -> NameKey, to free it with the name
 	storeNames, storeKeys map[string]string
-	noNameKeys            atomic.Bool // the provider's NameKey failed once: not asked again
+	noNameKeys            atomic.Bool // the provider's NameKey timed out once: not asked again
 	loops                 []*fixedDelayLoop
 	// notStarted warns once of fixed-delay loops registered and not started
 	// within notStartedAfter; nil until the first such loop.

@@ -69,8 +69,9 @@ func (e *Executor) freeLocked(key string) {
 // acquire timeout: a name the store cannot keep is refused, like a config it
 // would refuse. A store that cannot be asked now (not up yet, its table not
 // made) is no reason to refuse a job: the name is registered without a key,
-// as are the later ones, and an attempt on a name that the store finds to be
-// another name's row fails with ErrDuplicateName, naming that name.
+// and an attempt on a name that the store finds to be another name's row
+// fails with ErrDuplicateName, naming that name. One that did not answer
+// within the timeout is not asked again by this executor.
 func (e *Executor) storeKey(name string) (string, error) {
 	nk, ok := e.provider.(NameKeyer)
 	if !ok || e.noNameKeys.Load() {
@@ -83,13 +84,13 @@ func (e *Executor) storeKey(name string) (string, error) {
 	case errors.Is(err, ErrInvalidConfig):
 		return "", err
 	case err != nil:
-		// Once: with the store out of reach, each registration would wait
-		// out the timeout.
-		if !e.noNameKeys.Swap(true) {
-			e.log.Warn("shedlock: could not ask the store how it compares lock names; this and later names "+
-				"are registered without it, and a name the store keeps in another's row fails its runs with "+
-				"ErrDuplicateName", "lock", name, "error", err)
+		// A store that did not answer in time is not asked again: each
+		// registration would wait out the timeout.
+		if errors.Is(err, context.DeadlineExceeded) {
+			e.noNameKeys.Store(true)
 		}
+		e.log.Warn("shedlock: could not ask the store how it compares the lock name; registered without it: "+
+			"if the store keeps it in another name's row, its runs fail with ErrDuplicateName", "lock", name, "error", err)
 		return "", nil
 	}
 	return key, nil

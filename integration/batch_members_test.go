@@ -202,3 +202,41 @@ func TestBatchPostgresNondeterministicTwinFailsOnlyItself(t *testing.T) {
 		})
 	}
 }
+
+// A store that cannot be asked at registration (its table not made yet) does
+// not refuse the jobs; once it can, the run of the later twin fails with
+// ErrDuplicateName naming the other, and the first runs.
+func TestCollationTwinRegisteredBeforeTheTableFailsItsRunNamingItsTwin(t *testing.T) {
+	t.Parallel()
+	db := testdb.Open(t, nil)
+	table := "shedlock_t_late_" + fmt.Sprint(time.Now().UnixNano())
+	t.Cleanup(func() { _, _ = db.Exec("DROP TABLE IF EXISTS " + table) })
+	errs := make(chan error, 4)
+	ex := shedlock.NewExecutor(newMySQLProvider(t, testdb.Open(t, nil), shedlock.WithTableName(table)),
+		shedlock.WithListener(shedlock.ListenerFunc(func(_ context.Context, ev shedlock.Event) {
+			if ev.Kind == shedlock.EventStoreError {
+				errs <- ev.Err
+			}
+		})))
+	ran := map[string]bool{}
+	var jobs []cron.Job
+	for _, name := range collationTwins[0] {
+		j, err := ex.Wrap(shedlock.LockConfig{Name: name, LockAtMostFor: time.Minute}, cron.FuncJob(func() { ran[name] = true }))
+		require.NoError(t, err, "registration of %q before the table exists", name)
+		jobs = append(jobs, j)
+	}
+	p := newMySQLProvider(t, db, shedlock.WithTableName(table))
+	require.NoError(t, p.EnsureTable(context.Background()))
+	jobs[0].Run()
+	jobs[1].Run()
+	require.NoError(t, ex.Stop(context.Background()))
+	assert.True(t, ran[collationTwins[0][0]], "the first twin")
+	assert.False(t, ran[collationTwins[0][1]], "the later twin")
+	select {
+	case err := <-errs:
+		assert.ErrorIs(t, err, shedlock.ErrDuplicateName)
+		assert.ErrorContains(t, err, fmt.Sprintf("%q is the same row as lock %q", collationTwins[0][1], collationTwins[0][0]))
+	default:
+		t.Fatal("the later twin's run reported no error")
+	}
+}
