@@ -57,7 +57,7 @@ const (
 	// hold a row for a statement's time, short enough that a row an open
 	// transaction holds (an operator's SELECT ... FOR UPDATE) fails its
 	// member alone, well within the acquire timeout. MariaDB sets it for the
-	// statement (SET STATEMENT), MySQL with an optimizer hint (SET_VAR).
+	// statement (SET STATEMENT); see withLockWait for MySQL.
 	batchLockWait = "1"
 	// The new names' checks (see tableInfo.nameCheck), one row each, with the
 	// name as JSON_TABLE read it, to be compared with the one sent.
@@ -94,23 +94,21 @@ func batchTexts(tbl *tableInfo, sqlOf func(string) string, returning bool) []str
 		sqlOf(r.Replace(batchExistSQL)), sqlOf(r.Replace(batchFreeSQL))}
 }
 
-// withLockWait sets batchLockWait for stmt: in the SET STATEMENT (MariaDB) or
-// the hint (MySQL) that pins its time zone where it has one, since a second
-// SET STATEMENT or a second hint comment would not be read as one.
+// withLockWait sets batchLockWait for stmt on MariaDB, in the SET STATEMENT
+// that pins its time zone: a second SET STATEMENT around it would not be read
+// as pinning the zone. MySQL's statement is left as it is: whether its hint
+// may set the lock wait beside the zone's is not tested here, and a hint
+// comment it could not read would lose the zone; its upsert waits for the
+// session's innodb_lock_wait_timeout.
 func withLockWait(stmt string, mariadb bool) string {
-	if mariadb {
-		set := "innodb_lock_wait_timeout = " + batchLockWait
-		if rest, ok := strings.CutPrefix(stmt, "SET STATEMENT "); ok {
-			return "SET STATEMENT " + set + ", " + rest
-		}
-		return "SET STATEMENT " + set + " FOR " + stmt
+	if !mariadb {
+		return stmt
 	}
-	hint := "SET_VAR(innodb_lock_wait_timeout = " + batchLockWait + ")"
-	if i := strings.Index(stmt, "/*+ "); i >= 0 {
-		return stmt[:i+len("/*+ ")] + hint + " " + stmt[i+len("/*+ "):]
+	set := "innodb_lock_wait_timeout = " + batchLockWait
+	if rest, ok := strings.CutPrefix(stmt, "SET STATEMENT "); ok {
+		return "SET STATEMENT " + set + ", " + rest
 	}
-	verb, rest, _ := strings.Cut(stmt, " ")
-	return verb + " /*+ " + hint + " */ " + rest
+	return "SET STATEMENT " + set + " FOR " + stmt
 }
 
 // errParse is the server's syntax error: a server without JSON_TABLE.
