@@ -95,13 +95,14 @@ func (e *Executor) Wrap(cfg LockConfig, job cron.Job, opts ...JobOption) (cron.J
 }
 
 func (e *Executor) register(cfg LockConfig) error {
-	if err := e.checkJob(cfg); err != nil {
+	storeKey, err := e.checkJob(cfg)
+	if err != nil {
 		return err
 	}
 	e.freeRemoved(cfg.Name)
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.registerLocked(cfg.Name)
+	return e.registerLocked(cfg.Name, storeKey)
 }
 
 func (e *Executor) lockedJob(cfg LockConfig, j cron.Job, o jobOptions) cron.Job {

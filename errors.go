@@ -48,8 +48,11 @@ var (
 	// ErrDuplicateName is returned when a second job is registered under a lock
 	// name that one executor already runs: the two would block each other. Names
 	// differing only by case, accents, emoji or trailing spaces are one name, as the store's
-	// collation makes them one row.
-	ErrDuplicateName = errors.New("shedlock: lock name already registered on this executor")
+	// collation makes them one row; where the provider tells how its store
+	// compares names (NameKeyer), names it keeps in one row are one name too.
+	// An attempt on a name that is another's row, which registration could not
+	// see, fails with it as well as with ErrInvalidConfig, naming both.
+	ErrDuplicateName = lockerr.DuplicateName
 	// ErrInvalidJob is returned for a job the executor cannot run as given: a nil
 	// task or cron job, or a fixed delay that is not > 0.
 	ErrInvalidJob = errors.New("shedlock: invalid job")

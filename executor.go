@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -43,7 +44,11 @@ type Executor struct {
 	keys    map[string]string   // name -> jobname.Key, for the names Run was called with; see keyLocked
 	leases  map[*lease]struct{} // tasks running: Stop ends their contexts
 	names   map[string]string   // jobname.Key -> name registered by WithLock, Wrap and FixedDelay
-	loops   []*fixedDelayLoop
+	// the provider's NameKey -> name registered, for a NameKeyer; and
+	// jobname.Key -> NameKey, to free it with the name
+	storeNames, storeKeys map[string]string
+	noNameKeys            atomic.Bool // the provider's NameKey timed out once: not asked again
+	loops                 []*fixedDelayLoop
 	// notStarted warns once of fixed-delay loops registered and not started
 	// within notStartedAfter; nil until the first such loop.
 	notStarted      *time.Timer
@@ -83,6 +88,8 @@ func NewExecutor(p LockProvider, opts ...ExecutorOption) *Executor {
 		seq:            new(runSeq),
 		leases:         make(map[*lease]struct{}),
 		names:          make(map[string]string),
+		storeNames:     make(map[string]string),
+		storeKeys:      make(map[string]string),
 		idle:           make(chan struct{}),
 
 		notStartedAfter: notStartedWarnAfter,
@@ -111,9 +118,9 @@ type cronEntry struct {
 	id cron.EntryID
 }
 
-// registerLocked claims name for one job, unless the executor has stopped. e.mu
-// must be held.
-func (e *Executor) registerLocked(name string) error {
+// registerLocked claims name for one job, unless the executor has stopped;
+// storeKey is the provider's NameKey of it ("": none). e.mu must be held.
+func (e *Executor) registerLocked(name, storeKey string) error {
 	if e.stopped {
 		return fmt.Errorf("%w: lock %q: registered after Stop", ErrStopped, name)
 	}
@@ -125,7 +132,14 @@ func (e *Executor) registerLocked(name string) error {
 		return fmt.Errorf("%w: %q is %q to the store (names differing only by case, accents, emoji or trailing spaces are one lock)",
 			ErrDuplicateName, name, first)
 	}
+	if first, ok := e.storeNames[storeKey]; ok && storeKey != "" {
+		return fmt.Errorf("%w: %q is %q to the store (its collation keeps both in one row)", ErrDuplicateName, name, first)
+	}
 	e.names[key] = name
+	if storeKey != "" {
+		e.storeNames[storeKey] = name
+		e.storeKeys[key] = storeKey
+	}
 	return nil
 }
 

@@ -33,7 +33,8 @@ type fixedDelayLoop struct {
 // runtime.Goexit ends that run (its lock is released and the Goexit logged), and
 // the loop goes on.
 func (e *Executor) FixedDelay(cfg LockConfig, delay time.Duration, task func(ctx context.Context) error, opts ...JobOption) error {
-	if err := e.checkJob(cfg); err != nil {
+	storeKey, err := e.checkJob(cfg)
+	if err != nil {
 		return err
 	}
 	o, err := e.plainJobOptions(cfg.Name, "FixedDelay", opts)
@@ -50,7 +51,7 @@ func (e *Executor) FixedDelay(cfg LockConfig, delay time.Duration, task func(ctx
 	e.freeRemoved(cfg.Name)
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if err := e.registerLocked(cfg.Name); err != nil {
+	if err := e.registerLocked(cfg.Name, storeKey); err != nil {
 		return err
 	}
 	e.loops = append(e.loops, l)
@@ -78,20 +79,21 @@ func (e *Executor) Start() {
 }
 
 // checkJob reports why a job under cfg cannot be registered: a bad executor or
-// a config the provider would refuse.
-func (e *Executor) checkJob(cfg LockConfig) error {
+// a config the provider would refuse; else it returns the provider's NameKey
+// of the name (see storeKey).
+func (e *Executor) checkJob(cfg LockConfig) (string, error) {
 	if e.err != nil {
-		return e.err
+		return "", e.err
 	}
 	if err := cfg.Validate(); err != nil {
-		return err
+		return "", err
 	}
 	if c, ok := e.provider.(ConfigChecker); ok {
 		if err := c.CheckConfig(cfg); err != nil {
-			return err
+			return "", err
 		}
 	}
-	return nil
+	return e.storeKey(cfg.Name)
 }
 
 // startLocked starts l's loop. e.mu must be held, and the executor not stopped.

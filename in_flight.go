@@ -34,8 +34,9 @@ const maxBatch = 64
 
 // WithMaxInFlight bounds the executor's statements in flight at once to n. By
 // default n is the provider's pool size (PoolSizer), read at the first
-// attempt, or 8 when it has none. Attempts use at most n-1 of them (1 when n
-// is 1), so that one connection stays free for releases and extensions, which
+// attempt, or 8 when it has none. Attempts, in batches, alone or for a
+// CatchUp run's fire time, use at most n-1 of them (1 when n is 1), so that
+// one connection stays free for releases and extensions, which
 // never wait for attempts: a lock this instance holds is kept and freed in one
 // statement's time, even while every attempt hangs on rows another
 // transaction holds; they go before waiting attempts when a statement ends,
@@ -97,6 +98,9 @@ type attempt struct {
 	cfg    LockConfig
 	end    time.Time // the window's end; zero: none
 	answer chan LockResult
+
+	mu   sync.Mutex
+	gone bool // its caller left before the answer: a lock taken for it is released
 }
 
 // attempts sends an executor's lock attempts to its provider, within its
@@ -152,20 +156,26 @@ func (as *attempts) unlockSucceeded(ctx context.Context, lock FireLock, leastFor
 
 // tryFire takes a CatchUp run's lock for its fire time, within the acquire
 // timeout. Such attempts are few, one per fire time and check: each goes
-// alone, within the bound of releases and extensions, never in a batch.
+// alone, never in a batch, but within the bound of attempts, so that however
+// many hang on rows another transaction holds, releases and extensions keep
+// their places.
 func (as *attempts) tryFire(ctx context.Context, cfg LockConfig, fire time.Time) (Lock, error) {
 	fl, ok := as.provider.(FireLocker)
 	if !ok {
 		return nil, fmt.Errorf("%w: lock %q: CatchUp needs a provider that records fire times (FireLocker); %T does not",
 			ErrInvalidOption, cfg.Name, as.provider)
 	}
-	done, err := as.inFlight().AcquireHeld(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("shedlock: lock %q: wait for one of the executor's statements in flight: %w", cfg.Name, err)
-	}
-	defer done()
 	ctx, cancel := context.WithTimeout(ctx, as.timeout)
 	defer cancel()
+	s := as.inFlight()
+	g, ok := s.TryAcquire(inflight.Alone)
+	if !ok {
+		var err error
+		if g, err = s.Acquire(ctx, inflight.Alone, nil, 0, time.Time{}, time.Time{}); err != nil {
+			return nil, fmt.Errorf("shedlock: lock %q: wait for one of the executor's %d attempts in flight: %w", cfg.Name, s.Limit, err)
+		}
+	}
+	defer g.Done()
 	l, err := fl.TryLockFire(ctx, cfg, fire)
 	if err != nil {
 		return nil, err
@@ -205,16 +215,66 @@ func (as *attempts) try(ctx context.Context, cfg LockConfig, key string, kind in
 	case err != nil:
 		return nil, fmt.Errorf("shedlock: lock %q: wait for one of the executor's %d attempts in flight: %w", cfg.Name, s.Limit, err)
 	case g.Rider:
-		r := <-a.answer
-		return r.Lock, r.Err
+		return as.await(a)
 	}
-	defer g.Done()
 	if len(g.Riders) == 0 {
+		defer g.Done()
 		return as.alone(ctx, cfg, end, deadline)
 	}
-	as.sendBatch(append(g.Riders, a), deadline)
-	r := <-a.answer
-	return r.Lock, r.Err
+	// The batch is sent from a goroutine of its own, so that its leader, like
+	// each rider, returns when its own context ends.
+	go func() {
+		defer g.Done()
+		as.sendBatch(append(g.Riders, a), deadline)
+	}()
+	return as.await(a)
+}
+
+// await waits for the answer to a, or for its caller's context to end. A
+// caller that leaves is not answered: a lock its batch takes for it after is
+// released (see answer).
+func (as *attempts) await(a *attempt) (Lock, error) {
+	select {
+	case r := <-a.answer:
+		return r.Lock, r.Err
+	case <-a.ctx.Done():
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	select {
+	case r := <-a.answer: // answered as it left
+		return r.Lock, r.Err
+	default:
+	}
+	a.gone = true
+	return nil, fmt.Errorf("shedlock: lock %q: left its batch's attempt, still under way: %w", a.cfg.Name, context.Cause(a.ctx))
+}
+
+// answer gives a its result, or, if its caller has left, releases the lock
+// the result holds, so that no lock is held for a run that will not happen.
+func (as *attempts) answer(a *attempt, r LockResult) {
+	if as.deliver(a, r) {
+		as.releaseLeft(a, r.Lock)
+	}
+}
+
+// deliver gives a its result, unless its caller has left with a lock to
+// release: then it reports true.
+func (as *attempts) deliver(a *attempt, r LockResult) (release bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.gone {
+		a.answer <- r // buffered: one answer per attempt
+	}
+	return a.gone && r.Lock != nil
+}
+
+// releaseLeft releases a lock taken for an attempt whose caller had left; if
+// it fails, the lock ends at its LockAtMostFor, as any lost release's.
+func (as *attempts) releaseLeft(a *attempt, lock Lock) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(a.ctx), as.timeout)
+	defer cancel()
+	_ = as.unlock(ctx, lock)
 }
 
 // alone sends one attempt that has its slot, unless its window has passed.
@@ -248,9 +308,9 @@ func (as *attempts) sendBatch(batch []*attempt, deadline time.Time) {
 	for _, a := range batch {
 		switch {
 		case !a.end.IsZero() && !now.Before(a.end):
-			a.answer <- LockResult{Err: errLate}
+			as.answer(a, LockResult{Err: errLate})
 		case a.ctx.Err() != nil:
-			a.answer <- LockResult{Err: context.Cause(a.ctx)}
+			as.answer(a, LockResult{Err: context.Cause(a.ctx)})
 		default:
 			sent = append(sent, a)
 			cfgs = append(cfgs, a.cfg)
@@ -263,21 +323,25 @@ func (as *attempts) sendBatch(batch []*attempt, deadline time.Time) {
 	defer cancel()
 	if len(sent) == 1 {
 		l, err := as.lockOne(ctx, sent[0].cfg)
-		sent[0].answer <- LockResult{Lock: l, Err: err}
+		as.answer(sent[0], LockResult{Lock: l, Err: err})
 		return
 	}
 	results, err := as.lockBatch(ctx, cfgs)
 	if err == nil && len(results) != len(sent) {
 		err = fmt.Errorf("shedlock: TryLockBatch returned %d results for %d attempts", len(results), len(sent))
 	}
+	var left []int // attempts whose callers left, with a lock to release after every answer
 	for i, a := range sent {
 		switch {
 		case err != nil:
-			a.answer <- LockResult{Err: err}
+			as.answer(a, LockResult{Err: err})
 		case results[i].Lock == nil && results[i].Err == nil:
-			a.answer <- LockResult{Err: fmt.Errorf("shedlock: lock %q: TryLockBatch returned neither a lock nor an error", a.cfg.Name)}
-		default:
-			a.answer <- results[i]
+			as.answer(a, LockResult{Err: fmt.Errorf("shedlock: lock %q: TryLockBatch returned neither a lock nor an error", a.cfg.Name)})
+		case as.deliver(a, results[i]):
+			left = append(left, i)
 		}
+	}
+	for _, i := range left {
+		as.releaseLeft(sent[i], results[i].Lock)
 	}
 }

@@ -77,6 +77,24 @@ type ConfigChecker interface {
 	CheckConfig(cfg LockConfig) error
 }
 
+// NameKeyer is implemented by a LockProvider whose store may keep two
+// different names in one row, as a collation that ignores case or accents
+// does. The executor asks it once per name, when a job is registered, and
+// refuses a second job under a name the store keeps in an already registered
+// name's row (ErrDuplicateName), since the two would block each other. The SQL
+// providers are NameKeyers: on MySQL and MariaDB one statement asks the name
+// column's collation (its weight of the name); on PostgreSQL under a
+// deterministic collation and on SQLite the key is the name itself, with no
+// statement.
+type NameKeyer interface {
+	// NameKey returns the form under which the store compares name: two names
+	// with one key are one row. An error wrapping ErrInvalidConfig says the
+	// store cannot keep name as given; another error, that it could not be
+	// asked (the executor then registers the name, and an attempt on a name
+	// that turns out to be another's row fails with ErrDuplicateName).
+	NameKey(ctx context.Context, name string) (string, error)
+}
+
 // Lock is a lock held by this instance.
 type Lock interface {
 	// Unlock releases the lock, keeping it until LockAtLeastFor after it was taken.

@@ -11,7 +11,10 @@ type BatchLocker interface {
 	// TryLockBatch makes one attempt on each of cfgs, together, and returns
 	// one LockResult per config, in the order of cfgs: the lock taken, or why
 	// not (ErrNotAcquired when another instance holds it; a config the store
-	// refuses, for that config alone). The names of cfgs are distinct. Each
+	// refuses, for that config alone). One config's problem is its own: a
+	// name the store keeps in another config's row, or a row another
+	// transaction holds, fails that config, not the others nor the batch. The
+	// names of cfgs are distinct. Each
 	// acquisition is conditional on its own row, has its own token and fencing
 	// token, and is exactly what TryLock would have taken. The store takes the
 	// rows in one fixed order, so that two instances' batches never deadlock.

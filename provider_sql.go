@@ -87,6 +87,15 @@ func (p *sqlProvider) CheckConfig(cfg LockConfig) error {
 	return p.engine.CheckEnd(cfg.Name, cfg.LockAtMostFor)
 }
 
+// NameKey returns the name column's form of name (see NameKeyer): on MySQL
+// and MariaDB its weight under the column's collation, read with one
+// statement the first time the provider sees the name; elsewhere the name
+// itself, unless a PostgreSQL column's collation is nondeterministic and the
+// table has a row of another spelling of it.
+func (p *sqlProvider) NameKey(ctx context.Context, name string) (string, error) {
+	return p.engine.NameKey(ctx, name)
+}
+
 // EnsureTable creates the lock table, under the name WithTableName gave, if it
 // does not exist, with the DDL of the store's folder in migrations.
 func (p *sqlProvider) EnsureTable(ctx context.Context) error { return p.engine.EnsureTable(ctx) }

@@ -22,8 +22,10 @@ var (
 // its Unlock and Extend are TryLock's.
 //
 // A config that is not valid, or that the store cannot hold, is that entry's
-// error (ErrInvalidConfig); two configs of one name, or of names the name
-// column's collation makes one row, are the batch's. A deadlock, serialization
+// error (ErrInvalidConfig); so is the later of two names that the name
+// column's collation makes one row (with ErrDuplicateName, naming both), while
+// the first is attempted as any other; two configs of one exact name are the
+// batch's. A deadlock, serialization
 // failure or lock wait timeout rolls the whole statement back and takes
 // nothing: it is sent again once, at once, and after a second every entry is
 // ErrNotAcquired, as a single attempt's would be.

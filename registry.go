@@ -1,6 +1,9 @@
 package shedlock
 
 import (
+	"context"
+	"errors"
+
 	"github.com/robfig/cron/v3"
 
 	"github.com/shedlock-go/shedlock/internal/jobname"
@@ -40,7 +43,7 @@ func (e *Executor) freeRemoved(name string) {
 	defer e.mu.Unlock()
 	if e.entries[key] == ent { // else another registration freed it meanwhile
 		delete(e.entries, key)
-		delete(e.names, key)
+		e.freeLocked(key)
 	}
 }
 
@@ -48,7 +51,47 @@ func (e *Executor) freeRemoved(name string) {
 func (e *Executor) unregister(name string) {
 	key := jobname.Key(name)
 	e.mu.Lock()
-	delete(e.names, key)
-	delete(e.entries, key)
+	e.freeLocked(key)
 	e.mu.Unlock()
+}
+
+// freeLocked frees the name whose jobname.Key is key. e.mu must be held.
+func (e *Executor) freeLocked(key string) {
+	delete(e.entries, key)
+	delete(e.names, key)
+	if sk, ok := e.storeKeys[key]; ok {
+		delete(e.storeNames, sk)
+		delete(e.storeKeys, key)
+	}
+}
+
+// storeKey asks a NameKeyer provider how its store compares name, within the
+// acquire timeout: a name the store cannot keep is refused, like a config it
+// would refuse. A store that cannot be asked now (not up yet, its table not
+// made) is no reason to refuse a job: the name is registered without a key,
+// and an attempt on a name that the store finds to be another name's row
+// fails with ErrDuplicateName, naming that name. One that did not answer
+// within the timeout is not asked again by this executor.
+func (e *Executor) storeKey(name string) (string, error) {
+	nk, ok := e.provider.(NameKeyer)
+	if !ok || e.noNameKeys.Load() {
+		return "", nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), e.attempts.timeout)
+	defer cancel()
+	key, err := nk.NameKey(ctx, name)
+	switch {
+	case errors.Is(err, ErrInvalidConfig):
+		return "", err
+	case err != nil:
+		// A store that did not answer in time is not asked again: each
+		// registration would wait out the timeout.
+		if errors.Is(err, context.DeadlineExceeded) {
+			e.noNameKeys.Store(true)
+		}
+		e.log.Warn("shedlock: could not ask the store how it compares the lock name; registered without it: "+
+			"if the store keeps it in another name's row, its runs fail with ErrDuplicateName", "lock", name, "error", err)
+		return "", nil
+	}
+	return key, nil
 }

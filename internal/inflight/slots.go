@@ -24,6 +24,11 @@ const (
 	Attempt Kind = iota
 	// WonLast is an attempt on a name whose last attempt here took the lock.
 	WonLast
+	// Alone is an attempt that never goes in a batch, nor carries one: a
+	// CatchUp run's attempt for its fire time. It counts among the attempts,
+	// so that however many hang, the places of releases and extensions stay
+	// theirs.
+	Alone
 	kinds
 )
 
@@ -32,8 +37,8 @@ const (
 // for one to the next attempt that gets one, up to Batch together.
 //
 // Releases and extensions of locks held (AcquireHeld) never wait for an
-// attempt: attempts leave at least Size-Limit places free for them, and they
-// go first when places free.
+// attempt: attempts of every kind leave at least Size-Limit places free for
+// them, and they go first when places free.
 //
 // Who goes first: attempts on names this executor took at their last attempt
 // (WonLast), then, once none of those is in flight, the others, each kind in the order of their keys on a ring
@@ -105,7 +110,7 @@ func (g Grant[T]) Done() {
 func New[T any](size, limit, batch int, start uint64) *Slots[T] {
 	limit = max(limit, 1)
 	s := &Slots[T]{Size: max(size, limit+1), Limit: limit, Batch: max(batch, 1), Start: start}
-	s.dones = [kinds + 1]func(){WonLast: s.doneWonLast, Attempt: s.doneAttempt, kinds: s.doneHeld}
+	s.dones = [kinds + 1]func(){WonLast: s.doneWonLast, Attempt: s.doneAttempt, Alone: s.doneAlone, kinds: s.doneHeld}
 	return s
 }
 
@@ -171,19 +176,25 @@ func (s *Slots[T]) Acquire(ctx context.Context, k Kind, v T, key uint64, end, de
 // free reports whether an attempt of kind k may go now: a slot is free, and
 // for an Attempt, no WonLast is in flight. s.mu must be held.
 func (s *Slots[T]) free(k Kind) bool {
-	attempts := s.used[WonLast] + s.used[Attempt]
+	attempts := s.attempts()
 	return attempts < s.Limit && attempts+s.held < s.Size && len(s.heldQ) == 0 &&
-		(k == WonLast || s.used[WonLast] == 0)
+		(k != Attempt || s.used[WonLast] == 0)
 }
+
+// attempts counts the attempts in flight, of every kind. s.mu must be held.
+func (s *Slots[T]) attempts() int { return s.used[WonLast] + s.used[Attempt] + s.used[Alone] }
 
 // doneFor returns what gives a slot of kind k back.
 func (s *Slots[T]) doneFor(k Kind) func() { return s.dones[k] }
 
 func (s *Slots[T]) doneWonLast() { s.giveBack(WonLast) }
 func (s *Slots[T]) doneAttempt() { s.giveBack(Attempt) }
+func (s *Slots[T]) doneAlone()   { s.giveBack(Alone) }
 
 // queued reports whether an attempt waits. s.mu must be held.
-func (s *Slots[T]) queued() bool { return len(s.waiting[WonLast])+len(s.waiting[Attempt]) > 0 }
+func (s *Slots[T]) queued() bool {
+	return len(s.waiting[WonLast])+len(s.waiting[Attempt])+len(s.waiting[Alone]) > 0
+}
 
 // giveBack returns a slot of kind k, and hands the free slots to the
 // waiting attempts: each to the next one, with up to Batch-1 more of its kind
@@ -199,7 +210,7 @@ func (s *Slots[T]) giveBack(k Kind) {
 // dispatch hands the free places to waiting releases and extensions first,
 // then to waiting attempts. s.mu must be held.
 func (s *Slots[T]) dispatch() {
-	for len(s.heldQ) > 0 && s.used[WonLast]+s.used[Attempt]+s.held < s.Size {
+	for len(s.heldQ) > 0 && s.attempts()+s.held < s.Size {
 		w := s.heldQ[0]
 		s.heldQ = s.heldQ[1:]
 		s.held++
@@ -213,7 +224,7 @@ func (s *Slots[T]) dispatch() {
 		}
 		s.used[k]++
 		lead.state = leading
-		for len(lead.riders) < s.Batch-1 && len(s.waiting[k]) > 0 {
+		for k != Alone && len(lead.riders) < s.Batch-1 && len(s.waiting[k]) > 0 {
 			w := s.take(k)
 			w.state = riding
 			lead.riders = append(lead.riders, w.v)
@@ -226,7 +237,7 @@ func (s *Slots[T]) dispatch() {
 // next takes the waiter to go next, if one may, and tells its kind. s.mu
 // must be held.
 func (s *Slots[T]) next() (*waiter[T], Kind) {
-	for _, k := range [...]Kind{WonLast, Attempt} {
+	for _, k := range [...]Kind{WonLast, Alone, Attempt} {
 		if len(s.waiting[k]) > 0 && s.free(k) {
 			return s.take(k), k
 		}
@@ -254,12 +265,12 @@ func remove[T any](q []*waiter[T], w *waiter[T]) []*waiter[T] {
 	return q
 }
 
-// Waiting reports how many attempts wait for a slot, of kind Attempt and of
-// kind WonLast.
+// Waiting reports how many attempts wait for a slot, of kind Attempt or
+// Alone, and of kind WonLast.
 func (s *Slots[T]) Waiting() (attempts, wonLast int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.waiting[Attempt]), len(s.waiting[WonLast])
+	return len(s.waiting[Attempt]) + len(s.waiting[Alone]), len(s.waiting[WonLast])
 }
 
 type heldWaiter struct {
@@ -271,7 +282,7 @@ type heldWaiter struct {
 // an attempt, or for ctx to end, and returns what gives it back.
 func (s *Slots[T]) AcquireHeld(ctx context.Context) (func(), error) {
 	s.mu.Lock()
-	if len(s.heldQ) == 0 && s.used[WonLast]+s.used[Attempt]+s.held < s.Size {
+	if len(s.heldQ) == 0 && s.attempts()+s.held < s.Size {
 		s.held++
 		s.mu.Unlock()
 		return s.dones[kinds], nil

@@ -25,5 +25,8 @@ var (
 // LockExpired is shedlock.ErrLockExpired.
 var LockExpired = errors.New("shedlock: lock's LockAtMostFor ran out")
 
+// DuplicateName is shedlock.ErrDuplicateName.
+var DuplicateName = errors.New("shedlock: lock name already registered on this executor")
+
 // LockChanged is shedlock.ErrLockChanged.
 var LockChanged = errors.New("shedlock: the lock changed since it was read")

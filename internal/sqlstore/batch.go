@@ -44,13 +44,16 @@ var ErrNoBatch = errors.New("shedlock: the server cannot run the batch statement
 // can, one statement (two on MySQL) for all of them, after one more for the
 // names this engine has not seen. Each row is taken on its own condition,
 // with its own token, exactly as TryLock takes it. Results are in the order of
-// items. Names that are one row under the column's collation are an error for
-// the batch, as exact duplicates are (the caller checks those).
+// items. Of two names that are one row under the column's collation, the later
+// one is that item's error (lockerr.InvalidConfig and lockerr.DuplicateName);
+// exact duplicates are the batch's (the caller checks those).
 //
-// A conflict that rolled the statement back is sent again once, at once: the
-// rows are taken in one fixed order, so it is rare, and nothing was taken.
-// After a second, every attempt is lockerr.NotAcquired, as a single
-// attempt's conflict is.
+// A conflict that rolled the statement back (a deadlock, or a row another
+// transaction held past the statement's lock wait) is sent again once, at
+// once, without the rows another transaction holds then, which are
+// lockerr.NotAcquired: the rows are taken in one fixed order, so it is rare,
+// and nothing was taken. After a second, every attempt is
+// lockerr.NotAcquired, as a single attempt's conflict is.
 func (e *Engine) TryLockBatch(ctx context.Context, items []BatchItem) ([]BatchResult, error) {
 	res := make([]BatchResult, len(items))
 	states, err := e.batchStates(ctx, items, res)
@@ -96,23 +99,51 @@ func (e *Engine) TryLockBatch(ctx context.Context, items []BatchItem) ([]BatchRe
 	return res, nil
 }
 
-// acquireBatch runs the batch statement, once more after a conflict.
+// acquireBatch runs the batch statement, and once more after a conflict:
+// without the rows another transaction holds (BusyRows), which are not
+// acquired, so that a row an open transaction keeps fails its member alone.
 func (e *Engine) acquireBatch(ctx context.Context, args []BatchArgs) ([]Grant, error) {
-	for attempt := 0; ; attempt++ {
-		grants, err := statement(e, ctx, func(ctx context.Context) ([]Grant, error) { return e.store.AcquireBatch(ctx, args) })
-		if !errors.Is(err, ErrConflict) || attempt == 1 || ctx.Err() != nil {
-			if err == nil && len(grants) != len(args) {
-				return nil, fmt.Errorf("the store reported %d outcomes for %d rows", len(grants), len(args))
-			}
-			return grants, err
+	grants, err := e.sendBatch(ctx, args)
+	if !errors.Is(err, ErrConflict) || ctx.Err() != nil {
+		return grants, err
+	}
+	busy, err := statement(e, ctx, func(ctx context.Context) ([]bool, error) { return e.store.BusyRows(ctx, args) })
+	if err != nil || len(busy) != len(args) {
+		busy = make([]bool, len(args)) // cannot tell: all again
+	}
+	rest, at := make([]BatchArgs, 0, len(args)), make([]int, 0, len(args))
+	for k, a := range args {
+		if !busy[k] {
+			rest, at = append(rest, a), append(at, k)
 		}
 	}
+	grants = make([]Grant, len(args)) // a busy row's: not acquired
+	if len(rest) == 0 {
+		return grants, nil
+	}
+	got, err := e.sendBatch(ctx, rest)
+	if err != nil {
+		return nil, err
+	}
+	for j, k := range at {
+		grants[k] = got[j]
+	}
+	return grants, nil
+}
+
+// sendBatch runs the batch statement once.
+func (e *Engine) sendBatch(ctx context.Context, args []BatchArgs) ([]Grant, error) {
+	grants, err := statement(e, ctx, func(ctx context.Context) ([]Grant, error) { return e.store.AcquireBatch(ctx, args) })
+	if err == nil && len(grants) != len(args) {
+		return nil, fmt.Errorf("the store reported %d outcomes for %d rows", len(grants), len(args))
+	}
+	return grants, err
 }
 
 // batchStates finds each item's name state, checking the names this engine
 // has not seen with one NameKeys call. A name the column cannot store, or one
-// that is another cached name's row, is that item's error; two items that are
-// one row are the batch's.
+// that is another cached name's row, is that item's error; of two items that
+// are one row, the later one's.
 func (e *Engine) batchStates(ctx context.Context, items []BatchItem, res []BatchResult) ([]*nameState, error) {
 	states := make([]*nameState, len(items))
 	var fresh []int
@@ -150,9 +181,9 @@ func (e *Engine) batchStates(ctx context.Context, items []BatchItem, res []Batch
 		if res[i].Err != nil {
 			continue
 		}
-		if j, ok := byKey[keys[i]]; ok {
-			return nil, fmt.Errorf("%w: locks %q and %q of one batch are the same row under the name column's collation",
-				lockerr.InvalidConfig, items[j].Name, items[i].Name)
+		if j, ok := byKey[keys[i]]; ok { // the later twin's own error: the others go on
+			res[i].Err = sameRow(items[i].Name, items[j].Name)
+			continue
 		}
 		byKey[keys[i]] = i
 	}

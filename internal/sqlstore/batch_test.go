@@ -84,8 +84,8 @@ func TestBatchConflictRetriedOnceThenNotAcquired(t *testing.T) {
 }
 
 // A name the column cannot store, or that is the row of a name used before,
-// is that attempt's error, as in TryLock; two names of the batch that are one
-// row are the batch's, and nothing is sent.
+// is that attempt's error, as in TryLock; of two names of the batch that are
+// one row, the later is its own error (naming both) and the first is taken.
 func TestBatchNameErrors(t *testing.T) {
 	store := newFakeStore()
 	store.keyFunc = strings.ToLower
@@ -98,15 +98,17 @@ func TestBatchNameErrors(t *testing.T) {
 		t.Fatalf("want a taken and an InvalidConfig, got %+v", res)
 	}
 	res, err = e.TryLockBatch(context.Background(), items("x", "A"))
-	if err != nil || res[0].Lock == nil || !errors.Is(res[1].Err, lockerr.InvalidConfig) {
-		t.Fatalf("a name that is a known name's row: want its InvalidConfig, got %+v, %v", res, err)
+	if err != nil || res[0].Lock == nil || !errors.Is(res[1].Err, lockerr.InvalidConfig) ||
+		!errors.Is(res[1].Err, lockerr.DuplicateName) {
+		t.Fatalf("a name that is a known name's row: want its InvalidConfig and DuplicateName, got %+v, %v", res, err)
 	}
-	sent := store.sent
-	if _, err := e.TryLockBatch(context.Background(), items("Job", "job")); !errors.Is(err, lockerr.InvalidConfig) {
-		t.Fatalf("two new names of one row: want InvalidConfig for the batch, got %v", err)
+	res, err = e.TryLockBatch(context.Background(), items("Job", "y", "job"))
+	if err != nil {
+		t.Fatalf("two new names of one row fail the batch: %v", err)
 	}
-	if len(store.batches) != 2 || store.sent-sent != 1 {
-		t.Fatalf("%d batch statements, %d statements after the first batch; want the name check alone", len(store.batches), store.sent-sent)
+	if res[0].Lock == nil || res[1].Lock == nil || !errors.Is(res[2].Err, lockerr.DuplicateName) ||
+		!strings.Contains(res[2].Err.Error(), `"job" is the same row as lock "Job"`) {
+		t.Fatalf("two new names of one row: want the first and y taken, the second's own error naming both, got %+v", res)
 	}
 }
 
@@ -123,5 +125,23 @@ func TestBatchFallsBackOneByOne(t *testing.T) {
 	}
 	if res[0].Lock == nil || !errors.Is(res[1].Err, lockerr.NotAcquired) {
 		t.Fatalf("want a taken and b NotAcquired, got %+v", res)
+	}
+}
+
+// A row another transaction holds past the statement's lock wait fails its
+// member alone: the batch is sent again without it, and it is NotAcquired.
+func TestBatchBusyRowFailsItsMemberAlone(t *testing.T) {
+	store := newFakeStore()
+	store.busy = map[string]bool{"b": true}
+	e := testEngine(t, store)
+	res, err := e.TryLockBatch(context.Background(), items("a", "b", "c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].Lock == nil || !errors.Is(res[1].Err, lockerr.NotAcquired) || res[2].Lock == nil {
+		t.Fatalf("want a and c taken, b NotAcquired, got %+v", res)
+	}
+	if len(store.batches) != 1 || strings.Join(store.batches[0], ",") != "a,c" {
+		t.Fatalf("batches that went through: %v; want [a c] alone", store.batches)
 	}
 }

@@ -146,6 +146,22 @@ func (e *Engine) nameState(ctx context.Context, name string) (*nameState, error)
 	return e.names.add(name, key)
 }
 
+// NameKey returns what the column's collation makes of name, checking it
+// against the column the first time the engine sees it. Two names with one key
+// are one row. The name is remembered unless another remembered name has its
+// key: that twin is the caller's to report, from the key.
+func (e *Engine) NameKey(ctx context.Context, name string) (string, error) {
+	if st, ok := e.names.get(name); ok {
+		return st.key, nil
+	}
+	key, err := e.store.NameKey(ctx, name)
+	if err != nil {
+		return "", fmt.Errorf("shedlock: check lock name %q against the name column: %w", name, err)
+	}
+	_, _ = e.names.add(name, key)
+	return key, nil
+}
+
 // ceilMillis rounds d up to a whole millisecond: stores keep lock times to the
 // millisecond, and a lock must never end earlier than asked. Within a
 // millisecond of the longest Duration, where rounding up would wrap around to a

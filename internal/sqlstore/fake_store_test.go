@@ -29,6 +29,7 @@ type fakeStore struct {
 	// with ErrNoBatch. nameKeys counts NameKeys calls.
 	batches   [][]string
 	conflicts int
+	busy      map[string]bool // rows another transaction holds: a batch with one waits out its lock wait
 	noBatch   bool
 	nameKeys  int
 
@@ -133,6 +134,11 @@ func (s *fakeStore) AcquireBatch(_ context.Context, as []BatchArgs) ([]Grant, er
 		s.conflicts--
 		return nil, fmt.Errorf("deadlock: %w", ErrConflict)
 	}
+	for _, a := range as {
+		if s.busy[a.Name] {
+			return nil, fmt.Errorf("lock wait timeout: %w", ErrConflict)
+		}
+	}
 	names := make([]string, len(as))
 	grants := make([]Grant, len(as))
 	for i, a := range as {
@@ -146,6 +152,18 @@ func (s *fakeStore) AcquireBatch(_ context.Context, as []BatchArgs) ([]Grant, er
 	}
 	s.batches = append(s.batches, names)
 	return grants, nil
+}
+
+// BusyRows reports the rows of as in busy.
+func (s *fakeStore) BusyRows(_ context.Context, as []BatchArgs) ([]bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sent++
+	busy := make([]bool, len(as))
+	for i, a := range as {
+		busy[i] = s.busy[a.Name]
+	}
+	return busy, nil
 }
 
 func (s *fakeStore) Ready(context.Context) error       { return nil }

@@ -61,8 +61,7 @@ func (c *nameCache) add(name, key string) (*nameState, error) {
 		return el.Value.(*nameState), nil
 	}
 	if other, ok := c.keys[key]; ok {
-		return nil, fmt.Errorf("%w: lock %q is the same row as lock %q under the name column's collation: "+
-			"use names that differ by more than case, accents or trailing spaces", lockerr.InvalidConfig, name, other)
+		return nil, sameRow(name, other)
 	}
 	s := &nameState{name: name, key: key, arg: name}
 	c.names[name] = c.order.PushFront(s)
@@ -98,4 +97,12 @@ func (s *nameState) seen(now time.Time) {
 	if now.After(s.checkedAt) {
 		s.checkedAt = now
 	}
+}
+
+// sameRow is the error of an attempt on name, which the name column's
+// collation makes the row of other.
+func sameRow(name, other string) error {
+	return fmt.Errorf("%w: %w: lock %q is the same row as lock %q under the name column's collation: "+
+		"use names that differ by more than case, accents or trailing spaces", lockerr.InvalidConfig,
+		lockerr.DuplicateName, name, other)
 }

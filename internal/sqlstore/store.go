@@ -34,6 +34,11 @@ type Store interface {
 	// conflict rolled the statement back; ErrNoBatch: the server cannot run
 	// it.
 	AcquireBatch(ctx context.Context, as []BatchArgs) ([]Grant, error)
+	// BusyRows tells, after AcquireBatch's ErrConflict, which rows of as
+	// another transaction holds now, without waiting for them: the engine
+	// sends the others again. nil, nil where the dialect cannot tell, or its
+	// batch statement does not wait for such rows.
+	BusyRows(ctx context.Context, as []BatchArgs) ([]bool, error)
 
 	// Ready runs the first-use checks, once they pass.
 	Ready(ctx context.Context) error

@@ -45,6 +45,20 @@ const (
 	// primary key finds it.
 	batchOwnedSQL = "SELECT l.locked_by{fenceRet} FROM " + batchRows +
 		" JOIN {t} AS l ON l.name = CONVERT(b.n USING {charset}) COLLATE {collation}"
+	// Which rows of a batch exist (a consistent read, which waits for no
+	// lock), and which of those no other transaction holds (SKIP LOCKED, on
+	// MariaDB 10.6 and MySQL 8.0, as JSON_TABLE): asked after the upsert
+	// waited out its lock wait on a row, to tell which.
+	batchExistSQL = "SELECT b.i FROM " + batchRows + " JOIN {t} AS l ON l.name = CONVERT(b.n USING {charset}) COLLATE {collation}"
+	batchFreeSQL  = batchExistSQL + " FOR UPDATE SKIP LOCKED"
+	// The upsert's wait for a row another transaction holds, in seconds
+	// (whole, as InnoDB counts them), in place of the session's (50 by
+	// default): long enough for the statements of other instances, which
+	// hold a row for a statement's time, short enough that a row an open
+	// transaction holds (an operator's SELECT ... FOR UPDATE) fails its
+	// member alone, well within the acquire timeout. MariaDB sets it for the
+	// statement (SET STATEMENT); see withLockWait for MySQL.
+	batchLockWait = "1"
 	// The new names' checks (see tableInfo.nameCheck), one row each, with the
 	// name as JSON_TABLE read it, to be compared with the one sent.
 	batchNamesSQL = "SELECT CAST(b.n AS BINARY), {check} FROM JSON_TABLE(?, '$[*]' COLUMNS (i FOR ORDINALITY, " +
@@ -56,6 +70,8 @@ const (
 	batchAcquire = iota
 	batchOwned
 	batchNames
+	batchExist
+	batchFree
 )
 
 // batchTexts returns the batch statements on tbl, the zone pinned by sqlOf;
@@ -74,7 +90,25 @@ func batchTexts(tbl *tableInfo, sqlOf func(string) string, returning bool) []str
 			acquire += ", fence"
 		}
 	}
-	return []string{sqlOf(acquire), sqlOf(r.Replace(batchOwnedSQL)), sqlOf(r.Replace(batchNamesSQL))}
+	return []string{withLockWait(sqlOf(acquire), returning), sqlOf(r.Replace(batchOwnedSQL)), sqlOf(r.Replace(batchNamesSQL)),
+		sqlOf(r.Replace(batchExistSQL)), sqlOf(r.Replace(batchFreeSQL))}
+}
+
+// withLockWait sets batchLockWait for stmt on MariaDB, in the SET STATEMENT
+// that pins its time zone: a second SET STATEMENT around it would not be read
+// as pinning the zone. MySQL's statement is left as it is: whether its hint
+// may set the lock wait beside the zone's is not tested here, and a hint
+// comment it could not read would lose the zone; its upsert waits for the
+// session's innodb_lock_wait_timeout.
+func withLockWait(stmt string, mariadb bool) string {
+	if !mariadb {
+		return stmt
+	}
+	set := "innodb_lock_wait_timeout = " + batchLockWait
+	if rest, ok := strings.CutPrefix(stmt, "SET STATEMENT "); ok {
+		return "SET STATEMENT " + set + ", " + rest
+	}
+	return "SET STATEMENT " + set + " FOR " + stmt
 }
 
 // errParse is the server's syntax error: a server without JSON_TABLE.
@@ -96,7 +130,7 @@ func (s *Store) prepareBatch(ctx context.Context) (*batchPrepared, error) {
 	if err != nil {
 		return nil, err
 	}
-	stmts, err := sqlstore.Prepare(ctx, s.db, s.table, p.batchTexts...)
+	stmts, err := sqlstore.Prepare(ctx, s.db, s.table, p.batchTexts[:batchExist]...) // BusyRows's are rare: not kept
 	switch {
 	case err != nil && errorNumber(err) == errParse:
 		return &batchPrepared{prepared: p}, nil
@@ -214,4 +248,59 @@ func (s *Store) NameKeys(ctx context.Context, names []string) ([]string, []error
 		return nil, nil, fmt.Errorf("the name check returned %d rows for %d names", i, len(names))
 	}
 	return keys, errs, nil
+}
+
+// BusyRows tells which rows of as another transaction holds now: rows that
+// exist but that SELECT ... FOR UPDATE SKIP LOCKED skips. Two statements,
+// asked only after an upsert's lock wait ran out.
+func (s *Store) BusyRows(ctx context.Context, as []sqlstore.BatchArgs) ([]bool, error) {
+	bp, err := s.batch.Get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if bp.stmts == nil {
+		return nil, sqlstore.ErrNoBatch
+	}
+	rows := make([][3]any, len(as))
+	for i, a := range as {
+		rows[i] = [3]any{a.Name, a.Token, a.MostFor.Microseconds()}
+	}
+	doc, err := json.Marshal(rows)
+	if err != nil {
+		return nil, err
+	}
+	exist, err := s.ordinals(ctx, bp.batchTexts[batchExist], string(doc), len(as))
+	if err != nil {
+		return nil, fmt.Errorf("read which rows of the batch exist: %w", err)
+	}
+	free, err := s.ordinals(ctx, bp.batchTexts[batchFree], string(doc), len(as))
+	if err != nil {
+		return nil, fmt.Errorf("read which rows of the batch no other transaction holds: %w", err)
+	}
+	busy := make([]bool, len(as))
+	for i := range busy {
+		busy[i] = exist[i] && !free[i]
+	}
+	return busy, nil
+}
+
+// ordinals runs query, of batch rows' ordinals (from 1), and reports which of
+// n came back.
+func (s *Store) ordinals(ctx context.Context, query, doc string, n int) ([]bool, error) {
+	rows, err := s.db.QueryContext(ctx, query, doc)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	got := make([]bool, n)
+	for rows.Next() {
+		var i int
+		if err := rows.Scan(&i); err != nil {
+			return nil, err
+		}
+		if i >= 1 && i <= n {
+			got[i-1] = true
+		}
+	}
+	return got, rows.Err()
 }

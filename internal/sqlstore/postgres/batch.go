@@ -130,7 +130,9 @@ func textArray(ss []string) string {
 
 // NameKeys checks each name against the name column. Under a deterministic
 // collation, the default, that needs no statement; under a nondeterministic
-// one, each new name's row is looked up as NameKey does.
+// one, each new name's row is looked up as NameKey does, and one more
+// statement finds the names of the batch that are one row (twinsSQL): the
+// later one gets the first one's key.
 func (s *Store) NameKeys(ctx context.Context, names []string) ([]string, []error, error) {
 	p, err := s.setup.Get(ctx)
 	if err != nil {
@@ -149,5 +151,29 @@ func (s *Store) NameKeys(ctx context.Context, names []string) ([]string, []error
 			return nil, nil, err
 		}
 	}
+	if p.tbl.name.deterministic || len(names) < 2 {
+		return keys, errs, nil
+	}
+	rows, err := s.db.QueryContext(ctx, strings.ReplaceAll(twinsSQL, "{collation}", p.tbl.name.qualifiedCollation), textArray(names))
+	if err != nil {
+		return nil, nil, fmt.Errorf("compare the batch's names under collation %s: %w", p.tbl.name.collation, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var i, first int
+		if err := rows.Scan(&i, &first); err != nil {
+			return nil, nil, err
+		}
+		if first < i && i <= len(names) && errs[i-1] == nil && errs[first-1] == nil {
+			keys[i-1] = keys[first-1]
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, err
+	}
 	return keys, errs, nil
 }
+
+// BusyRows is nil: the batch statement skips the rows another transaction
+// holds (SKIP LOCKED), so its conflicts are deadlocks, sent again whole.
+func (s *Store) BusyRows(context.Context, []sqlstore.BatchArgs) ([]bool, error) { return nil, nil }

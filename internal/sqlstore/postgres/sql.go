@@ -40,9 +40,18 @@ const (
 	// are inserted, and their locks taken, in byte order of name, the one
 	// order of every instance, so that two batches never wait on each other in
 	// a cycle. It returns the rows it took, with their tokens.
-	batchSQL = "INSERT INTO {t} AS l (name, lock_until, locked_at, locked_by{fenceCol}) " +
-		"SELECT b.name, {nowUp} + b.ms * interval '1 millisecond', {now}, b.token{fenceNew} " +
-		"FROM unnest($1::text::text[], $2::text::text[], $3::text::bigint[]) AS b(name, token, ms) " +
+	//
+	// A row another transaction holds is skipped, not waited for: the rows
+	// that exist are locked first, SKIP LOCKED, and only those and the
+	// missing ones go to the upsert. A row an open transaction keeps (an
+	// operator's SELECT ... FOR UPDATE) is that member's NotAcquired, not a
+	// wait that outlasts every member's deadline; a row another instance's
+	// statement holds is one that instance is taking or keeping.
+	batchSQL = "WITH b AS (SELECT * FROM unnest($1::text::text[], $2::text::text[], $3::text::bigint[]) AS b(name, token, ms)), " +
+		"free AS (SELECT f.name FROM {t} AS f JOIN b ON f.name = b.name FOR UPDATE OF f SKIP LOCKED) " +
+		"INSERT INTO {t} AS l (name, lock_until, locked_at, locked_by{fenceCol}) " +
+		"SELECT b.name, {nowUp} + b.ms * interval '1 millisecond', {now}, b.token{fenceNew} FROM b " +
+		"WHERE b.name IN (SELECT name FROM free) OR NOT EXISTS (SELECT 1 FROM {t} AS x WHERE x.name = b.name) " +
 		"ORDER BY b.name COLLATE \"C\" " +
 		"ON CONFLICT (name) DO UPDATE SET lock_until = EXCLUDED.lock_until, " +
 		"locked_at = EXCLUDED.locked_at, locked_by = EXCLUDED.locked_by{fenceSet} WHERE l.lock_until <= {now}" +
@@ -79,15 +88,21 @@ const (
 	sessionSQL = "SELECT current_setting('server_version_num')::int, current_setting('server_encoding'), " +
 		"current_setting('transaction_read_only') = 'on', pg_is_in_recovery()"
 	columnsSQL = "SELECT a.attname, t.typname, a.atttypmod, format_type(a.atttypid, a.atttypmod), " +
-		"COALESCE(c.collisdeterministic, true), COALESCE(c.collname, '') " +
+		"COALESCE(c.collisdeterministic, true), COALESCE(c.collname, ''), " +
+		"COALESCE(quote_ident(n.nspname) || '.' || quote_ident(c.collname), '') " +
 		"FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid " +
-		"LEFT JOIN pg_collation c ON c.oid = a.attcollation " +
+		"LEFT JOIN pg_collation c ON c.oid = a.attcollation LEFT JOIN pg_namespace n ON n.oid = c.collnamespace " +
 		"WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped"
 	// The table's oid, which proofSQL returns; and the pooler check's probe.
 	tableOIDSQL   = "SELECT to_regclass($1)::oid::int8"
 	backendPIDSQL = "SELECT pg_backend_pid()"
 	// The spelling of the row a name is, under a nondeterministic collation.
 	storedNameSQL = "SELECT name::text FROM {t} WHERE name = $1"
+	// For each name of a batch, the first of the batch's names equal to it
+	// under the name column's (nondeterministic) collation, {collation}: two
+	// new names of one row.
+	twinsSQL = "SELECT a.i, min(b.j) FROM unnest($1::text::text[]) WITH ORDINALITY AS a(n, i) " +
+		"JOIN unnest($1::text::text[]) WITH ORDINALITY AS b(n, j) ON a.n = b.n COLLATE {collation} GROUP BY a.i"
 )
 
 // Indexes of the statements a postgresStore runs.

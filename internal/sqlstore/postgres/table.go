@@ -48,6 +48,9 @@ type column struct {
 	display       string // format_type, for messages
 	deterministic bool   // the collation compares byte for byte
 	collation     string
+	// qualifiedCollation is the collation's name in SQL, schema-qualified and
+	// quoted.
+	qualifiedCollation string
 }
 
 func (c column) String() string { return c.name + " " + c.display }
@@ -99,7 +102,7 @@ func inspectTable(ctx context.Context, db *sql.DB, table, encoding string) (*tab
 	cols := map[string]column{}
 	for rows.Next() {
 		var c column
-		if err := rows.Scan(&c.name, &c.typ, &c.typmod, &c.display, &c.deterministic, &c.collation); err != nil {
+		if err := rows.Scan(&c.name, &c.typ, &c.typmod, &c.display, &c.deterministic, &c.collation, &c.qualifiedCollation); err != nil {
 			return nil, fmt.Errorf("shedlock: read the columns of table %s: %w", table, err)
 		}
 		cols[c.name] = c

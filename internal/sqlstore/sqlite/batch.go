@@ -77,3 +77,7 @@ func (s *Store) NameKeys(ctx context.Context, names []string) ([]string, []error
 	}
 	return names, make([]error, len(names)), nil
 }
+
+// BusyRows is nil: SQLite locks the database, not rows, and a batch waits
+// for another writer as a single attempt does (busy_timeout).
+func (s *Store) BusyRows(context.Context, []sqlstore.BatchArgs) ([]bool, error) { return nil, nil }
