@@ -46,7 +46,8 @@ func ContextWithFireTime(ctx context.Context, fire time.Time) context.Context {
 // gets its scheduled fire time, the same on every instance (a cron spec's
 // time, in c's location), with CatchUp or without; for CatchUp, a catch-up
 // run gets the fire time it stands for. An @every spec's fire times are each
-// instance's own: its job gets the time cron called it. A WithLock or Wrap
+// instance's own (a cron.ConstantDelaySchedule, as cron's parsers give for it):
+// its job gets the time cron called it. A WithLock or Wrap
 // job gets the time cron called it (the executor does not know its spec),
 // and Run the caller's fire time, if any.
 func FireTimeFromContext(ctx context.Context) (time.Time, bool) {

@@ -98,6 +98,11 @@ type skewedParser struct{ skew time.Duration }
 
 func (p skewedParser) Parse(spec string) (cron.Schedule, error) {
 	s, err := cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor).Parse(spec)
+	if p.skew == 0 {
+		// As parsed: Schedule knows an @every spec, whose fire times are each
+		// instance's own, by its type.
+		return s, err
+	}
 	return skewedSchedule{s, p.skew}, err
 }
 
@@ -465,7 +470,7 @@ func TestScheduleRemovedRunNotJoinedByNewJob(t *testing.T) {
 	c := cron.New() // never started: the test calls the entries' jobs as cron would
 	cfg := shedlock.LockConfig{Name: "job", LockAtMostFor: time.Minute}
 	started, release, oldDone := make(chan struct{}), make(chan struct{}), make(chan struct{})
-	oldID, err := ex.Schedule(c, "@hourly", cfg, func(context.Context) error {
+	oldID, err := ex.Schedule(c, "@every 1h", cfg, func(context.Context) error {
 		close(started)
 		<-release
 		return nil
@@ -478,11 +483,15 @@ func TestScheduleRemovedRunNotJoinedByNewJob(t *testing.T) {
 	}()
 	end := sync.OnceFunc(func() { close(release); <-oldDone })
 	t.Cleanup(end) // before the executor's Stop, which waits for the run, should the test fail early
-	<-started
+	select {
+	case <-started:
+	case <-time.After(time.Minute):
+		t.Fatal("the first job's run never began")
+	}
 	c.Remove(oldID)
 
 	var newRuns atomic.Int32
-	newID, err := ex.Schedule(c, "@hourly", cfg, func(context.Context) error {
+	newID, err := ex.Schedule(c, "@every 1h", cfg, func(context.Context) error {
 		newRuns.Add(1)
 		return nil
 	})
