@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -68,6 +69,10 @@ func (p *Provider) TryLockBatch(ctx context.Context, cfgs []shedlock.LockConfig)
 	scripts := p.batchScripts(valid, locks)
 	if err := p.runBatch(ctx, scripts); err != nil {
 		return nil, fmt.Errorf("shedlock: acquire a batch of %d locks: %w", len(valid), withContext(ctx, err))
+	}
+	acquired := time.Now()
+	for _, i := range valid {
+		locks[i].acquired = acquired
 	}
 	for _, s := range scripts {
 		s.results(locks, results)

@@ -23,7 +23,16 @@
 // Unlock and Extend, a check that the value is still ours. Every
 // expiry is the server's clock: the provider sends durations, never instants, and
 // works out what is left of LockAtLeastFor from the key's PTTL, so the clocks of
-// the pods do not matter.
+// the pods do not matter. An Extend sent twice answers with the PTTL the first
+// send set, which after a shorter LockAtMostFor would count time that never
+// passed: when an Extend's PTTL could be one it set itself, the time held it
+// counts is at most what this process's monotonic clock measured since the
+// acquisition's answer.
+//
+// A release also writes its value, for a minute, to the lock's released key
+// ({job-lock:<env>:<name>}:released, beside the fence key), so that the same
+// release sent again finds its own work done (see What Redis does not
+// promise). Java ShedLock pods neither read nor write it.
 //
 // # Fencing tokens
 //
@@ -77,8 +86,8 @@
 //
 // NewProvider takes a [redis.UniversalClient]: a single server (*redis.Client),
 // Sentinel (redis.NewFailoverClient) or Cluster (*redis.ClusterClient). Every
-// command and script of one lock touches that lock's key and its fence key, in
-// one slot, so a Cluster routes each to the node that owns it; a batch's
+// command and script of one lock touches that lock's key, its fence key and its
+// released key, in one slot, so a Cluster routes each to the node that owns it; a batch's
 // script, one slot's keys (see Batches).
 //
 // A context's deadline or cancellation stops a command waiting for a connection
@@ -97,9 +106,18 @@
 //
 // A command that fails after the server ran it (a connection lost before the
 // reply) can leave a lock taken that the caller was told it did not get: the job
-// is skipped until LockAtMostFor ends, never run twice. An Unlock that fails the
-// same way after the server released the lock reports ErrReleaseFailed; the lock
-// is already free or keeps only what is left of LockAtLeastFor.
+// is skipped until LockAtMostFor ends, never run twice. go-redis sends a command
+// again when its connection drops before the answer (the client's MaxRetries):
+// the provider's scripts are safe to run twice. An Unlock whose release ran but
+// whose answer was lost reports nil when go-redis's own resend answers, and
+// ErrReleaseFailed when no answer came at all; the lock is already free or
+// keeps only what is left of LockAtLeastFor, and a later Unlock (within a
+// minute) reports nil, even once another pod holds the lock, whose key it
+// leaves alone. ErrLockLost means the lock ran out, was removed, or was taken
+// over before the release ran. An Extend whose answer was lost leaves the
+// lock held to the earlier of its two possible ends, for CheckHeld and for
+// LockAtLeastFor, while the next Extend or Unlock still finds a key it
+// extended.
 //
 // # Options
 //
@@ -149,7 +167,8 @@
 // A key exists only while its lock is held, so only held locks are seen, and a
 // free one is shedlock.ErrLockNotFound; EnsureTable has nothing to create. The
 // force unlocks delete the key in one script that compares first, and leave
-// the fence key. [LuaScripts] gives tools the scripts the provider sends.
+// the fence key and the released key. [LuaScripts] gives tools the scripts the
+// provider sends.
 //
 // # Java ShedLock
 //

@@ -11,3 +11,6 @@ var Slot = slot
 
 // ReleasedMark ends the value of a key kept for LockAtLeastFor after its release.
 const ReleasedMark = releasedMark
+
+// ReleasedKey is where a release records the value it released.
+var ReleasedKey = releasedKey

@@ -59,6 +59,7 @@ func (p *Provider) TryLockFire(ctx context.Context, cfg shedlock.LockConfig, fir
 	fl := &fireLock{lock: l, fired: FiredKey(l.keys[0]), fire: fire.UnixMilli()}
 	var err error
 	l.fence, err = p.fireAcquire.Run(ctx, p.client, []string{l.keys[0], l.keys[1], fl.fired}, l.set[2], l.set[5], fl.fire).Int64()
+	l.acquired = time.Now()
 	if errors.Is(err, redis.Nil) {
 		return nil, shedlock.ErrNotAcquired
 	}
@@ -77,7 +78,7 @@ func (l *fireLock) UnlockSucceeded(ctx context.Context, leastFor time.Duration) 
 	if l.done {
 		return shedlock.ErrLockLost
 	}
-	ours, err := l.p.fireRelease.Run(ctx, l.p.client, []string{l.keys[0], l.fired},
+	ours, err := l.p.fireRelease.Run(ctx, l.p.client, []string{l.keys[0], l.releaseKeys[1], l.fired},
 		l.value, millis(leastFor)-l.held, l.ttl, l.fire).Int64()
 	if err != nil {
 		return fmt.Errorf("%w: lock %q: %w", shedlock.ErrReleaseFailed, l.name, withContext(ctx, err))

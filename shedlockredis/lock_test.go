@@ -68,13 +68,13 @@ func TestCommandsAndRoundTrips(t *testing.T) {
 		}
 		require.Len(t, sent, 1, "one round trip per release: %v", sent)
 		rel := sent[0]
-		require.Len(t, rel, 7)
+		require.Len(t, rel, 8)
 		assert.Contains(t, []any{"evalsha", "eval"}, rel[0])
 		if cycle > 0 {
 			assert.Equal(t, "evalsha", rel[0], "the script is loaded: EVALSHA alone")
 		}
-		assert.Equal(t, []any{1, key, value, int64(2), int64(90001)}, rel[2:],
-			"KEYS[1], the value, LockAtLeastFor (1.5ms, rounded up) and the time to live set")
+		assert.Equal(t, []any{2, key, "{" + key + "}:released", value, int64(2), int64(90001)}, rel[2:],
+			"the key and its released key, the value, LockAtLeastFor (1.5ms, rounded up) and the time to live set")
 		time.Sleep(3 * time.Millisecond) // let the 2ms LockAtLeastFor pass before the next cycle
 	}
 }

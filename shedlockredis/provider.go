@@ -168,6 +168,7 @@ func (p *Provider) TryLock(ctx context.Context, cfg shedlock.LockConfig) (shedlo
 	} else {
 		l.fence, err = p.acquire.Run(ctx, p.client, l.keys[:], l.set[2], l.set[5]).Int64()
 	}
+	l.acquired = time.Now()
 	if errors.Is(err, redis.Nil) {
 		return nil, shedlock.ErrNotAcquired
 	}
@@ -182,8 +183,8 @@ func (p *Provider) TryLock(ctx context.Context, cfg shedlock.LockConfig) (shedlo
 func (p *Provider) newLock(cfg shedlock.LockConfig) *lock {
 	l := &lock{p: p, name: cfg.Name, ttl: millis(cfg.LockAtMostFor), least: millis(cfg.LockAtLeastFor)}
 	var key string
-	key, l.value, l.keys[1] = p.keyValue(cfg.Name)
-	l.keys[0] = key
+	key, l.value, l.keys[1], l.releaseKeys[1] = p.keyValue(cfg.Name)
+	l.keys[0], l.releaseKeys[0] = key, key
 	l.set = [...]any{"set", key, l.value, "nx", "px", l.ttl}
 	l.release = [...]any{l.set[2], nil, l.set[5]}
 	l.ends = time.Now().Add(time.Duration(l.ttl) * time.Millisecond)
@@ -223,11 +224,12 @@ func withContext(ctx context.Context, err error) error {
 }
 
 // keyValue returns the key of the lock named name, a value no other
-// acquisition has, and the key's fence key (see FenceKey). The value is Java's
-// form, ADDED:<time>@<lockedBy>:<token>, where the token is this provider's
-// random token and a count of its acquisitions. All three are cut from one
-// string, one allocation, unless the key has a brace.
-func (p *Provider) keyValue(name string) (key, value, fence string) {
+// acquisition has, and the key's fence key (see FenceKey) and released key
+// (see releasedKey). The value is Java's form, ADDED:<time>@<lockedBy>:<token>,
+// where the token is this provider's random token and a count of its
+// acquisitions. All four are cut from one string, one allocation, unless the
+// key has a brace.
+func (p *Provider) keyValue(name string) (key, value, fence, released string) {
 	var buf [320]byte
 	b := append(buf[:0], p.prefix...)
 	b = append(b, name...)
@@ -243,12 +245,18 @@ func (p *Provider) keyValue(name string) (key, value, fence string) {
 		b = append(b, b[:n]...)
 		b = append(b, "}:fence"...)
 	}
+	f := len(b)
+	if !braces {
+		b = append(b, '{')
+		b = append(b, b[:n]...)
+		b = append(b, "}:released"...)
+	}
 	s := string(b)
 	key, value = s[:n], s[n:m]
 	if braces {
-		return key, value, FenceKey(key)
+		return key, value, FenceKey(key), releasedKey(key)
 	}
-	return key, value, s[m:]
+	return key, value, s[m:f], s[f:]
 }
 
 // millis returns d in whole milliseconds, rounded up: a lock is never shorter

@@ -36,19 +36,28 @@ return fence
 // releaseScript releases a lock while the key still holds this acquisition's
 // value (ARGV[1]); 1 if it did, 0 if the lock was no longer ours.
 //
-// A key it keeps for LockAtLeastFor it marks released (the value followed by
-// releasedMark), so that the same release sent again, as a client does when
-// it saw no answer, finds its own work done and returns 1 without shortening
-// the hold a second time: the time to live it set is no longer one from
-// which to count how long the lock was held.
+// The same release sent again, as go-redis does when a connection drops
+// before the answer, or as the caller does after an error, must find its own
+// work done and return 1. A key it keeps for LockAtLeastFor it marks released
+// (the value followed by releasedMark), so that it also does not shorten the
+// hold a second time: the time to live it set is no longer one from which to
+// count how long the lock was held. Either way it records the value in the
+// lock's released key (KEYS[2], see releasedKey; none for a name that can have
+// no fence key) for a minute (releasedForMs): once the key is gone, deleted
+// or its kept time run out, its absence alone cannot tell a release from a
+// forced unlock or a time to live run out, which stay 0. The released key
+// answers 1 even when another holder has taken the lock since, and that
+// holder's key is left alone.
 //
 // It keeps the lock until LockAtLeastFor after it was taken, measured by the
-// server's clock alone: the client tracks, in server milliseconds, how long the
-// lock had been held when its time to live was last set (by SET or an Extend),
-// and sends LockAtLeastFor less that (ARGV[2]) with the time to live it set then
-// (ARGV[3]). ARGV[3] - PTTL is the time since, so what is left to keep is
-// ARGV[2] - (ARGV[3] - PTTL). No instant from the client's clock is used, so a
-// skewed or jumping client clock cannot shorten or lengthen the hold.
+// server's clock: the client tracks how long the lock had been held when its
+// time to live was last set (by SET or an Extend), never more than it had
+// (from the key's PTTL, bounded by this process's monotonic clock where a
+// replay may have distorted it, see lock.Extend), and sends LockAtLeastFor less that (ARGV[2]) with the
+// time to live it set then (ARGV[3]). ARGV[3] - PTTL is the time since, so
+// what is left to keep is ARGV[2] - (ARGV[3] - PTTL). No instant from the
+// client's clock is used, so a skewed or jumping client clock cannot shorten
+// the hold.
 //
 // A key without a time to live (PTTL -1, someone ran PERSIST) keeps ARGV[2]:
 // longer than needed rather than shorter. ARGV[3] is the least time to live
@@ -67,7 +76,10 @@ const releasedMark = "|released"
 const releaseOurs = `
 local v = redis.call('GET', KEYS[1])
 if v == ARGV[1] .. '` + releasedMark + `' then return 1 end
-if v ~= ARGV[1] then return 0 end
+if v ~= ARGV[1] then
+  if KEYS[2] and redis.call('GET', KEYS[2]) == ARGV[1] then return 1 end
+  return 0
+end
 `
 
 // releaseKeep is the rest of releaseScript: keep what is left of
@@ -81,8 +93,17 @@ if keep > 0 then
 else
   redis.call('DEL', KEYS[1])
 end
+if KEYS[2] then redis.call('SET', KEYS[2], ARGV[1], 'PX', ` + releasedForMs + `) end
 return 1
 `
+
+// releasedForMs is how long, in milliseconds, a released key remembers the
+// release of a lock: a minute, longer than go-redis takes to
+// send a command again after a dropped connection (its retries and backoff,
+// a few seconds with its defaults), and than a caller takes to retry an
+// Unlock that returned an error. A release sent again later finds the lock
+// lost, as one sent after a forced unlock does.
+const releasedForMs = "60000"
 
 // extendScript sets the key's time to live to ARGV[2] milliseconds while it
 // still holds this acquisition's value (ARGV[1]). It returns the time to live
@@ -151,7 +172,8 @@ if last and tonumber(last) >= tonumber(ARGV[3]) then return false end
 
 // fireReleaseScript is releaseScript for a CatchUp run that succeeded: while
 // the key still holds this acquisition's value, it also records the run's fire
-// time (ARGV[4]) in the fired key (KEYS[2]), unless a later one is recorded.
-const fireReleaseScript = releaseOurs + `local last = redis.call('GET', KEYS[2])
-if not last or tonumber(last) < tonumber(ARGV[4]) then redis.call('SET', KEYS[2], ARGV[4]) end
+// time (ARGV[4]) in the fired key (KEYS[3]), unless a later one is recorded.
+// KEYS[2] is the released key, as releaseScript's.
+const fireReleaseScript = releaseOurs + `local last = redis.call('GET', KEYS[3])
+if not last or tonumber(last) < tonumber(ARGV[4]) then redis.call('SET', KEYS[3], ARGV[4]) end
 ` + releaseKeep

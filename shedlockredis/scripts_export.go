@@ -12,9 +12,10 @@ type Scripts struct {
 	Acquire string
 	// BatchAcquire takes many locks of one Cluster hash slot (Provider.TryLockBatch).
 	BatchAcquire string
-	// Release frees a lock while the key holds the value: ARGV the value, the
-	// milliseconds of LockAtLeastFor left when the time to live was set, and
-	// that time to live; 1 if it was ours, else 0.
+	// Release frees a lock while the key holds the value: KEYS the lock's key
+	// and, optionally, its released key, where it records the release; ARGV
+	// the value, the milliseconds of LockAtLeastFor left when the time to live
+	// was set, and that time to live; 1 if it was ours, else 0.
 	Release string
 	// Extend sets a new time to live while the key holds the value.
 	Extend string
