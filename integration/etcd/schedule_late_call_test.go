@@ -16,7 +16,7 @@ import (
 // from the fire time and the store counts from the attempt: the hold outlasts
 // the next fire time, which every on-time instance then finds held. Schedule
 // promises a hold that ends the skew bound (here 0) before the next fire time.
-func TestAttackScheduleLateCallHoldOutlastsNextFireTime(t *testing.T) {
+func TestScheduleLateCallHoldEndsBeforeNextFireTime(t *testing.T) {
 	if testing.Short() {
 		t.Skip("timed schedule run skipped in -short mode")
 	}

@@ -67,7 +67,7 @@ func startSlowElectionEtcd(t *testing.T) string {
 // grant), and then runs it with holds the store keeps past the next fire time,
 // or none at all. Two pods whose clocks differ by 300ms, within the default
 // bound of 500ms: each fire time must run once, and none be skipped.
-func TestAttackScheduleOnClusterWithLongerMinimumTTL(t *testing.T) {
+func TestScheduleOnClusterWithLongerMinimumTTL(t *testing.T) {
 	if testing.Short() {
 		t.Skip("timed schedule run skipped in -short mode")
 	}

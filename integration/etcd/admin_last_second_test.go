@@ -12,7 +12,7 @@ import (
 // shedlock.LockInfo.Held: "no instance can take the lock until then". In the
 // last second of a lease, etcd reports its time to live as 0 whole seconds:
 // Inspect must not show as free a lock that no instance can take.
-func TestAttackInspectLastSecondOfLeaseShowsHeld(t *testing.T) {
+func TestInspectLastSecondOfLeaseShowsHeld(t *testing.T) {
 	c := sharedCluster(t)
 	env := newEnv()
 	a := newProvider(t, newClient(t, c), env, "holder")

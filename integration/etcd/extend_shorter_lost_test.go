@@ -14,7 +14,7 @@ import (
 // key to the shorter lease. Once that lease has run out and another pod holds
 // the lock, the first holder's CheckHeld (and so AssertLocked) must not say
 // it still holds the lock: its doc counts from the last lease asked for.
-func TestAttackExtendShorterAnswerLostCheckHeld(t *testing.T) {
+func TestExtendShorterAnswerLostCheckHeld(t *testing.T) {
 	newFaulty := faultyStore(t)
 	f := new(shedlocktest.Faults)
 	a := newFaulty(t, f)
