@@ -218,7 +218,7 @@ func (l *lock) setLeast(ctx context.Context, lockAtLeastFor time.Duration, down 
 	l.askedLeast = lockAtLeastFor
 	l.least = grant{}
 	left := lockAtLeastFor - time.Since(l.acquired)
-	if _, least := l.p.HoldGranularity(); down && left < least {
+	if down && left < l.p.minTTLDuration() {
 		left = 0
 	}
 	if down {

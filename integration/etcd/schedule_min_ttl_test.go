@@ -2,6 +2,7 @@ package etcd_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os/exec"
@@ -63,10 +64,11 @@ func startSlowElectionEtcd(t *testing.T) string {
 }
 
 // A cluster whose minimum lease TTL is longer than etcd's default: Schedule
-// accepts a spec the store cannot serve (it knows the minimum only after a
-// grant), and then runs it with holds the store keeps past the next fire time,
-// or none at all. Two pods whose clocks differ by 300ms, within the default
-// bound of 500ms: each fire time must run once, and none be skipped.
+// must know it before it accepts a spec, and refuse one the store cannot
+// serve (*/3 needs holds the minimum of 4s outlasts), rather than run it with
+// holds the store keeps past the next fire time, or none at all. A spec it
+// accepts (*/5) runs on two pods whose clocks differ by 300ms, within the
+// default bound of 500ms: each fire time once, none skipped.
 func TestScheduleOnClusterWithLongerMinimumTTL(t *testing.T) {
 	if testing.Short() {
 		t.Skip("timed schedule run skipped in -short mode")
@@ -88,13 +90,26 @@ func TestScheduleOnClusterWithLongerMinimumTTL(t *testing.T) {
 	var mu sync.Mutex
 	ran := map[time.Time][]string{}
 	added := time.Now()
+	{
+		p := newProvider(t, newClientOn(t, url), env, "refused")
+		ex := shedlock.NewExecutor(p)
+		_, err := ex.Schedule(cron.New(cron.WithSeconds()), "*/3 * * * * *",
+			shedlock.LockConfig{Name: "job", LockAtMostFor: 2 * time.Second}, func(context.Context) error { return nil })
+		if !errors.Is(err, shedlock.ErrInvalidConfig) {
+			t.Fatalf("Schedule of */3 on a cluster of minimum TTL 4s: %v; want ErrInvalidConfig, a hold of 4s "+
+				"outlasting the 2.5s before the next fire time", err)
+		}
+		t.Logf("refused: %v", err)
+		_ = ex.Stop(context.Background())
+	}
+	const spec, interval = "*/5 * * * * *", 5 * time.Second
 	pod := func(name string, lag time.Duration) {
 		p := newProvider(t, newClientOn(t, url), env, name)
 		ex := shedlock.NewExecutor(p)
 		c := cron.New(cron.WithSeconds(), cron.WithChain(func(j cron.Job) cron.Job {
 			return cron.FuncJob(func() { time.Sleep(lag); j.Run() }) // this pod's clock is behind by lag
 		}))
-		_, err := ex.Schedule(c, "*/3 * * * * *", shedlock.LockConfig{Name: "job", LockAtMostFor: 2 * time.Second},
+		_, err := ex.Schedule(c, spec, shedlock.LockConfig{Name: "job", LockAtMostFor: 2 * time.Second},
 			func(ctx context.Context) error {
 				fire, _ := shedlock.FireTimeFromContext(ctx)
 				mu.Lock()
@@ -110,7 +125,7 @@ func TestScheduleOnClusterWithLongerMinimumTTL(t *testing.T) {
 	}
 	pod("a", 0)
 	pod("b", 300*time.Millisecond)
-	time.Sleep(16 * time.Second) // five fire times or more; the outcome is read from the runs, not the clock
+	time.Sleep(21 * time.Second) // four fire times or more; the outcome is read from the runs, not the clock
 	mu.Lock()
 	defer mu.Unlock()
 	var fires []time.Time
@@ -127,7 +142,7 @@ func TestScheduleOnClusterWithLongerMinimumTTL(t *testing.T) {
 		if len(ran[f]) > 1 {
 			bad = append(bad, fmt.Sprintf("fire time %s ran %d times (%v)", f.Format("05.000"), len(ran[f]), ran[f]))
 		}
-		if i > 0 && f.Sub(fires[i-1]) > 3*time.Second {
+		if i > 0 && f.Sub(fires[i-1]) > interval {
 			bad = append(bad, fmt.Sprintf("fire times between %s and %s skipped", fires[i-1].Format("05.000"), f.Format("05.000")))
 		}
 	}
