@@ -256,34 +256,40 @@ func (j *scheduledJob) Run() {
 	// The fire time bounds the attempt as for WithLock: one that comes later than
 	// half its hold after the fire time (a pod slow to reach it in a herd) is
 	// skipped, rather than hold the lock past the next fire time.
-	_, _ = j.e.run(ContextWithFireTime(j.e.base, j.fireTime(now)), j.config(now), j.task, j.o) // run logs what fails
+	ctx := ContextWithFireTime(j.e.base, j.fireTime(now))
+	cfg, late := j.config(now)
+	if late {
+		j.e.skipLate(ctx, cfg)
+		return
+	}
+	_, _ = j.e.run(ctx, cfg, j.task, j.o) // run logs what fails
 }
 
 // config is the lock of a run that starts at now: held until the skew bound
 // before the next fire time after now, and at least the job's LockAtMostFor.
-func (j *scheduledJob) config(now time.Time) LockConfig {
-	cfg := j.cfg
+// late: no hold the store keeps, counted from now, both ends by then and is
+// one it can keep (a call within the skew bound of the next fire time, or,
+// on a store of coarse holds, too close to it for the shortest): the run is
+// skipped, as late for its fire time. It must not run with no hold, which
+// lets a pod on time for the fire time run it again, nor with a hold sized
+// from the fire time, which the store counts from now and keeps past the
+// next one.
+func (j *scheduledJob) config(now time.Time) (cfg LockConfig, late bool) {
+	cfg = j.cfg
 	if j.schedule == nil { // the entry was removed from c before Schedule read it
-		return cfg
+		return cfg, false
 	}
 	next := j.schedule.Next(now)
 	if next.IsZero() {
-		return cfg
+		return cfg, false
 	}
 	hold := granularHold(j.e.provider, next.Sub(now)-j.o.skew)
 	if hold <= 0 {
-		// Called within the skew bound of the next fire time (a process paused
-		// or starved past its fire time): the hold an on-time run of this fire
-		// time takes, counted from the fire time, makes the attempt late, so it
-		// is skipped rather than run the fire time again once that hold ended.
-		hold = granularHold(j.e.provider, next.Sub(j.fireTime(now))-j.o.skew)
-	}
-	if hold <= 0 {
-		return cfg
+		return cfg, true
 	}
 	cfg.LockAtLeastFor = hold
 	cfg.LockAtMostFor = max(cfg.LockAtMostFor, cfg.LockAtLeastFor)
-	return cfg
+	return cfg, false
 }
 
 // runAt is a CatchUp job's run for fire: its lock is taken with the job's
