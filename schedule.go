@@ -59,12 +59,20 @@ func ClockSkew(d time.Duration) JobOption {
 //
 // A store that keeps a lock for coarser times than asked (etcd: leases of
 // whole seconds, 2s at least) says how it rounds by implementing
-// HoldGranularity. Schedule then asks for the largest hold the store keeps no
-// later than the skew bound before the next fire time (whole seconds, rounded
-// down, on etcd), none when that is below the store's shortest, and refuses a
-// spec whose fire times are too close for a hold that outlasts the bound (on
-// etcd at the default bound, those less than 3s apart), naming the interval
-// that works.
+// HoldGranularity (which may ask the store: shedlocketcd learns the cluster's
+// minimum TTL at the first call). Schedule then asks for the largest hold the
+// store keeps no later than the skew bound before the next fire time (whole
+// seconds, rounded down, on etcd), and refuses a spec whose fire times are too
+// close for a hold that outlasts the bound (on etcd at the default bound and
+// minimum TTL, those less than 3s apart), naming the interval that works.
+//
+// A run cron calls so late that no hold the store keeps, counted from the
+// call, ends the skew bound before the next fire time (within the bound of it,
+// or, on etcd, with less than the minimum TTL left) is skipped as late
+// (SkipLate), as one past its fire time's window is: it never runs with no
+// hold, which would let it take the lock an on-time run's hold has just freed
+// and run the fire time again, nor with one the store keeps past the next
+// fire time.
 //
 // The schedule is the one c parses from spec (robfig/cron has no parser of its
 // own to ask): c.AddJob parses it, and Schedule reads it back with c.Entry. So a
