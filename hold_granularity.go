@@ -16,8 +16,10 @@ type HoldGranularity interface {
 	// > 0. A LockAtLeastFor of d is kept for d rounded up to a multiple of
 	// step, and at least min, counted from the acquisition: Schedule asks for
 	// the largest multiple of step that ends no later than the skew bound
-	// before the next fire time, none when that is below min, and refuses a
-	// spec whose fire times are too close for one. What is left of a
+	// before the next fire time, skips a run as late when that is below min,
+	// and refuses a spec whose fire times are too close for one. Schedule
+	// asks before it accepts a spec and at every run: min must be the
+	// store's by then (a store may ask it at the first call, within a bound). What is left of a
 	// FireLock.UnlockSucceeded's leastFor when the lock is released must be
 	// kept rounded down to a multiple of step instead, and not at all when
 	// that is below min: the store cannot know when the run ends, and the

@@ -115,6 +115,24 @@ func (e *Executor) runFire(ctx context.Context, cfg LockConfig, task func(ctx co
 	return true, r.hold(lock, task, o.keepAlive)
 }
 
+// skipLate reports an attempt of a Schedule'd job made too late for a hold
+// that ends before its next fire time (see scheduledJob.config): skipped as
+// SkipLate, as an attempt past its window is, with no statement sent.
+func (e *Executor) skipLate(ctx context.Context, cfg LockConfig) {
+	e.mu.Lock()
+	stopped := e.stopped
+	e.mu.Unlock()
+	if stopped {
+		return // runs nothing, and reports nothing, as run after Stop
+	}
+	r := &run{e: e, ctx: ctx, cfg: cfg, start: time.Now()}
+	if e.events != nil {
+		r.id = e.seq.next()
+		r.emit(r.event(EventAttempt), time.Time{})
+	}
+	_ = r.skip(SkipLate, "too late for a hold that ends before the next fire time")
+}
+
 // window is the end of the run's window (see windowEnd), warning once per
 // name when the run comes after it.
 func (r *run) window() time.Time {

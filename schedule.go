@@ -59,12 +59,20 @@ func ClockSkew(d time.Duration) JobOption {
 //
 // A store that keeps a lock for coarser times than asked (etcd: leases of
 // whole seconds, 2s at least) says how it rounds by implementing
-// HoldGranularity. Schedule then asks for the largest hold the store keeps no
-// later than the skew bound before the next fire time (whole seconds, rounded
-// down, on etcd), none when that is below the store's shortest, and refuses a
-// spec whose fire times are too close for a hold that outlasts the bound (on
-// etcd at the default bound, those less than 3s apart), naming the interval
-// that works.
+// HoldGranularity (which may ask the store: shedlocketcd learns the cluster's
+// minimum TTL at the first call). Schedule then asks for the largest hold the
+// store keeps no later than the skew bound before the next fire time (whole
+// seconds, rounded down, on etcd), and refuses a spec whose fire times are too
+// close for a hold that outlasts the bound (on etcd at the default bound and
+// minimum TTL, those less than 3s apart), naming the interval that works.
+//
+// A run cron calls so late that no hold the store keeps, counted from the
+// call, ends the skew bound before the next fire time (within the bound of it,
+// or, on etcd, with less than the minimum TTL left) is skipped as late
+// (SkipLate), as one past its fire time's window is: it never runs with no
+// hold, which would let it take the lock an on-time run's hold has just freed
+// and run the fire time again, nor with one the store keeps past the next
+// fire time.
 //
 // The schedule is the one c parses from spec (robfig/cron has no parser of its
 // own to ask): c.AddJob parses it, and Schedule reads it back with c.Entry. So a
@@ -256,34 +264,40 @@ func (j *scheduledJob) Run() {
 	// The fire time bounds the attempt as for WithLock: one that comes later than
 	// half its hold after the fire time (a pod slow to reach it in a herd) is
 	// skipped, rather than hold the lock past the next fire time.
-	_, _ = j.e.run(ContextWithFireTime(j.e.base, j.fireTime(now)), j.config(now), j.task, j.o) // run logs what fails
+	ctx := ContextWithFireTime(j.e.base, j.fireTime(now))
+	cfg, late := j.config(now)
+	if late {
+		j.e.skipLate(ctx, cfg)
+		return
+	}
+	_, _ = j.e.run(ctx, cfg, j.task, j.o) // run logs what fails
 }
 
 // config is the lock of a run that starts at now: held until the skew bound
 // before the next fire time after now, and at least the job's LockAtMostFor.
-func (j *scheduledJob) config(now time.Time) LockConfig {
-	cfg := j.cfg
+// late: no hold the store keeps, counted from now, both ends by then and is
+// one it can keep (a call within the skew bound of the next fire time, or,
+// on a store of coarse holds, too close to it for the shortest): the run is
+// skipped, as late for its fire time. It must not run with no hold, which
+// lets a pod on time for the fire time run it again, nor with a hold sized
+// from the fire time, which the store counts from now and keeps past the
+// next one.
+func (j *scheduledJob) config(now time.Time) (cfg LockConfig, late bool) {
+	cfg = j.cfg
 	if j.schedule == nil { // the entry was removed from c before Schedule read it
-		return cfg
+		return cfg, false
 	}
 	next := j.schedule.Next(now)
 	if next.IsZero() {
-		return cfg
+		return cfg, false
 	}
 	hold := granularHold(j.e.provider, next.Sub(now)-j.o.skew)
 	if hold <= 0 {
-		// Called within the skew bound of the next fire time (a process paused
-		// or starved past its fire time): the hold an on-time run of this fire
-		// time takes, counted from the fire time, makes the attempt late, so it
-		// is skipped rather than run the fire time again once that hold ended.
-		hold = granularHold(j.e.provider, next.Sub(j.fireTime(now))-j.o.skew)
-	}
-	if hold <= 0 {
-		return cfg
+		return cfg, true
 	}
 	cfg.LockAtLeastFor = hold
 	cfg.LockAtMostFor = max(cfg.LockAtMostFor, cfg.LockAtLeastFor)
-	return cfg
+	return cfg, false
 }
 
 // runAt is a CatchUp job's run for fire: its lock is taken with the job's

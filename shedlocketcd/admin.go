@@ -14,7 +14,8 @@ import (
 
 // Locks returns every lock of the provider's env, by name: the keys
 // shedlock:<env>:*, each with what is left of its lease by the cluster's
-// clock. A key exists only while held: etcd deletes it when its lease ends.
+// clock, rounded up to the second. A key exists only while held, and is held
+// while it exists: etcd deletes it when its lease ends.
 func (p *Provider) Locks(ctx context.Context) ([]shedlock.LockInfo, error) {
 	resp, err := p.client.Get(ctx, p.prefix, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend))
 	if err != nil {
@@ -123,25 +124,32 @@ func (p *Provider) notFound(name string) error {
 }
 
 // info reads a lock's key: its value ADDED:<time>@<holder> (a value of
-// another form is shown whole as the holder) and its lease's time left, in
-// whole seconds as the cluster reports it. A key without a lease, put by
-// hand, is held until deleted: TimeLeft -1.
+// another form is shown whole as the holder) and its lease's time left. A key
+// that exists is held: etcd deletes it when its lease ends, and until then no
+// instance can put it. The cluster reports the time left in whole seconds,
+// rounded down (0 in the last second, -1 once the lease has ended and its key
+// is about to go), so TimeLeft is that plus a second, and no more than the
+// lease's TTL: never shorter than the lock is held. A key without a lease,
+// put by hand, is held until deleted: TimeLeft -1.
 func (p *Provider) info(ctx context.Context, kv *mvccpb.KeyValue) (shedlock.LockInfo, error) {
 	name := strings.TrimPrefix(string(kv.Key), p.prefix)
 	info := ParseValue(string(kv.Value))
 	info.Name = name
+	info.Held = true
 	if kv.Lease == 0 {
-		info.Held, info.TimeLeft = true, -1
+		info.TimeLeft = -1
 		return info, nil
 	}
 	ttl, err := p.client.TimeToLive(ctx, clientv3.LeaseID(kv.Lease))
 	if err != nil {
 		return shedlock.LockInfo{}, fmt.Errorf("shedlock: read the lease of lock %q: %w", name, err)
 	}
-	if ttl.TTL > 0 { // -1: the lease has ended, and the key is about to go
-		info.Held, info.TimeLeft = true, time.Duration(ttl.TTL)*time.Second
-		info.LockUntil = time.Now().Add(info.TimeLeft).UTC().Truncate(time.Millisecond)
+	left := max(ttl.TTL, 0) + 1
+	if ttl.GrantedTTL > 0 {
+		left = min(left, ttl.GrantedTTL)
 	}
+	info.TimeLeft = time.Duration(left) * time.Second
+	info.LockUntil = time.Now().Add(info.TimeLeft).UTC().Truncate(time.Millisecond)
 	return info, nil
 }
 

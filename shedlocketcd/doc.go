@@ -64,14 +64,19 @@
 //
 // [Provider.HoldGranularity] says so: shedlock.Schedule asks for holds in
 // whole seconds, rounded down, that end the skew bound before the next fire
-// time, and Unlock deletes the key once LockAtLeastFor has passed.
+// time, and Unlock deletes the key once LockAtLeastFor has passed. Its first
+// call learns the cluster's minimum TTL ([Provider.ProbeMinTTL]: a lease of
+// 1s, which the cluster raises to its minimum, revoked at once), so that
+// Schedule refuses a spec that a cluster with a longer one cannot serve.
 // UnlockSucceeded rounds what is left of its hold down, and keeps none below
 // the minimum TTL.
 //
 // A pod counts nothing against the lease's end except for itself: a lock's
 // CheckHeld and an Extend refuse once LockAtMostFor as asked has passed since
 // the last grant was sent (before the cluster began to count), even while the
-// rounded-up lease still runs.
+// rounded-up lease still runs. After an Extend whose answer was lost, CheckHeld
+// counts to the earlier of the ends the key may have, and the next Extend or
+// Unlock looks for it until the later.
 //
 // # What a leader change does to leases
 //
@@ -109,8 +114,9 @@
 //
 // # Admin
 //
-// A Provider is a shedlock.Admin: Locks and Inspect read the keys of its env
-// and their leases' time left (the cluster's, in whole seconds); ForceUnlock
+// A Provider is a shedlock.Admin: Locks and Inspect read the keys of its env,
+// each held while it exists, and their leases' time left (the cluster's, in
+// whole seconds rounded down, plus a second); ForceUnlock
 // deletes a key; ForceUnlockSeen deletes it only while it holds the
 // acquisition shown, by a transaction guarded by its revision; HealthCheck
 // sends a transaction with a write that never applies, so that it goes

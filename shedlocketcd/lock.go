@@ -24,6 +24,7 @@ type lock struct {
 	most       grant              // the lease the key was last put on by a write whose answer came
 	maybe      []clientv3.LeaseID // leases the key may be on: put there by writes whose answer was lost
 	maybeEnds  time.Time          // the latest end such a write asked for, on this process's clock
+	maybeFirst time.Time          // the earliest end such a write asked for: CheckHeld counts to it
 	least      grant              // the lease of LockAtLeastFor, counted from the acquisition; none if 0
 	askedLeast time.Duration      // LockAtLeastFor as asked
 	acquired   time.Time          // when the acquiring transaction was answered: after the cluster made the put
@@ -187,8 +188,12 @@ func (l *lock) Extend(ctx context.Context, lockAtMostFor, lockAtLeastFor time.Du
 		// The put may have been made: revoking its lease would delete the key
 		// behind this holder's back. The lease ends by itself at its TTL.
 		l.maybe = append(l.maybe, most.id)
-		if end := sent.Add(lockAtMostFor); end.After(l.maybeEnds) {
+		end := sent.Add(lockAtMostFor)
+		if end.After(l.maybeEnds) {
 			l.maybeEnds = end
+		}
+		if l.maybeFirst.IsZero() || end.Before(l.maybeFirst) {
+			l.maybeFirst = end
 		}
 		return fmt.Errorf("shedlock: extend %q: %w", l.name, err)
 	}
@@ -200,7 +205,7 @@ func (l *lock) Extend(ctx context.Context, lockAtMostFor, lockAtLeastFor time.Du
 	}
 	l.revokeMost(ctx)
 	l.most = most
-	l.ends, l.maybeEnds = sent.Add(lockAtMostFor), time.Time{}
+	l.ends, l.maybeEnds, l.maybeFirst = sent.Add(lockAtMostFor), time.Time{}, time.Time{}
 	if lockAtLeastFor != l.askedLeast {
 		l.setLeast(ctx, lockAtLeastFor, false)
 	}
@@ -218,7 +223,7 @@ func (l *lock) setLeast(ctx context.Context, lockAtLeastFor time.Duration, down 
 	l.askedLeast = lockAtLeastFor
 	l.least = grant{}
 	left := lockAtLeastFor - time.Since(l.acquired)
-	if _, least := l.p.HoldGranularity(); down && left < least {
+	if down && left < l.p.minTTLDuration() {
 		left = 0
 	}
 	if down {
@@ -245,15 +250,23 @@ func (l *lock) Fence() (fence int64, ok bool) { return l.fence, true }
 
 // CheckHeld reports, without asking etcd, whether the lock can still be
 // relied on: nil until it is released, found lost, or past LockAtMostFor as
-// asked, counted from when its last lease was asked for. A key deleted behind
-// its back (a forced unlock) is found only by the next Extend or Unlock.
+// asked, counted from when its last lease was asked for. After an Extend
+// whose answer was lost, the key is on the lease it asked for or on the one
+// before, and CheckHeld counts to the earlier of their ends: the lock may be
+// another pod's from then (the next Extend or Unlock still finds the key on
+// the later one). A key deleted behind its back (a forced unlock) is found
+// only by the next Extend or Unlock.
 func (l *lock) CheckHeld() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	end := l.ends
+	if !l.maybeFirst.IsZero() && l.maybeFirst.Before(end) {
+		end = l.maybeFirst
+	}
 	switch {
 	case l.done:
 		return fmt.Errorf("%w: lock %q: released or found lost", shedlock.ErrLockLost, l.name)
-	case !time.Now().Before(l.ends):
+	case !time.Now().Before(end):
 		return fmt.Errorf("%w: lock %q", shedlock.ErrLockExpired, l.name)
 	}
 	return nil

@@ -32,6 +32,7 @@ type Provider struct {
 	suffix      string // @<lockedBy>#<token of this provider>.
 	seq         atomic.Uint64
 	minTTL      atomic.Int64     // the cluster's minimum lease TTL in seconds, as its grants showed it
+	probe       probe            // learns minTTL before the first hold is sized
 	now         func() time.Time // the time written into values, for readers only
 }
 
@@ -72,16 +73,35 @@ func NewProvider(client *clientv3.Client, opts ...Option) (*Provider, error) {
 }
 
 // defaultMinTTL is etcd's minimum lease TTL at its defaults, in seconds: 1.5
-// election timeouts of 1s, rounded up. A cluster with a longer one shows it by
-// raising a grant: the provider then uses that.
+// election timeouts of 1s, rounded up. A cluster with a longer one shows it in
+// the answer to a grant of less (ProbeMinTTL): the provider then uses that.
 const defaultMinTTL = 2
 
 // HoldGranularity reports how the provider keeps a hold: leases of whole
-// seconds, at least the cluster's minimum TTL, 2s at etcd's defaults, or more
-// once a grant has shown the cluster's to be longer. shedlock.Schedule asks it
-// so that each run's hold ends before the next fire time.
+// seconds, at least the cluster's minimum TTL, 2s at etcd's defaults.
+// shedlock.Schedule asks it so that each run's hold ends before the next fire
+// time. The first call learns the cluster's minimum, as ProbeMinTTL does,
+// within probeTimeout; one that cannot reach the cluster assumes 2s, and a
+// later call asks again (no more often than probeRetry), as does each grant
+// that shows a longer minimum.
 func (p *Provider) HoldGranularity() (step, min time.Duration) {
-	return time.Second, time.Duration(p.minTTL.Load()) * time.Second
+	p.probe.once(p)
+	return time.Second, p.minTTLDuration()
+}
+
+// minTTLDuration is the cluster's minimum lease TTL as the provider knows it.
+func (p *Provider) minTTLDuration() time.Duration {
+	return time.Duration(p.minTTL.Load()) * time.Second
+}
+
+// raiseMinTTL records a minimum lease TTL of ttl seconds, if longer than the
+// one known: a cluster's grants never show it shorter than it is.
+func (p *Provider) raiseMinTTL(ttl int64) {
+	for m := p.minTTL.Load(); ttl > m; m = p.minTTL.Load() {
+		if p.minTTL.CompareAndSwap(m, ttl) {
+			return
+		}
+	}
 }
 
 // hostName is the default owner, as Java ShedLock writes it.
@@ -192,11 +212,7 @@ func (p *Provider) grant(ctx context.Context, d time.Duration) grant {
 		return grant{err: err}
 	}
 	if resp.TTL > asked {
-		for m := p.minTTL.Load(); resp.TTL > m; m = p.minTTL.Load() {
-			if p.minTTL.CompareAndSwap(m, resp.TTL) {
-				break
-			}
-		}
+		p.raiseMinTTL(resp.TTL)
 	}
 	return grant{id: resp.ID, ttl: time.Duration(resp.TTL) * time.Second, got: time.Now()}
 }
