@@ -86,9 +86,11 @@
 // with it, the remaining TTL is checkpointed, every five minutes by default).
 // A leader change so only lengthens locks: a dead holder's lock is free
 // within LockAtMostFor, rounded up, after the last leader change. It never
-// shortens one, and the holder's own view (above) does not count on it. It
-// costs shedlock.Schedule fire times: a run's hold outlives the next one,
-// which finds the lock held; with shedlock.CatchUp it runs late, at a retry.
+// shortens one, and the holder's own view (above) does not count on it. A
+// hold kept after a release would outlive the next fire time of a
+// shedlock.Schedule'd job, so the releasing process revokes the hold's lease
+// when the hold ends, on its own clock; a holder that dies during a hold
+// leaves it to the renewed TTL (shedlock.CatchUp then runs that fire time late).
 //
 // # Failures
 //

@@ -111,6 +111,9 @@ func (l *lock) unlock(ctx context.Context, also ...clientv3.Op) error {
 	// LockAtLeastFor, or another acquisition's.
 	l.revokeMost(ctx)
 	if resp.Succeeded {
+		if keep {
+			l.p.revokeAt(l.least.id, l.acquired.Add(l.askedLeast))
+		}
 		return nil
 	}
 	// A try whose answer was lost may have deleted the key: found absent, it

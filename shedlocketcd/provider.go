@@ -226,6 +226,28 @@ func (p *Provider) revoke(ctx context.Context, id clientv3.LeaseID) {
 	_, _ = p.client.Revoke(ctx, id)
 }
 
+// revokeAt revokes lease id at end, on this process's clock: a hold kept on
+// its lease after a release ends there, even when a new cluster leader has
+// given the lease its whole TTL again (it does so for every lease), which
+// would otherwise keep the key past the hold, and a Schedule'd job past its
+// next fire time. end counts from when the acquisition was answered, after
+// the cluster made the put: never early. A holder that dies first leaves the
+// lease to its TTL.
+func (p *Provider) revokeAt(id clientv3.LeaseID, end time.Time) {
+	if id == clientv3.NoLease {
+		return
+	}
+	time.AfterFunc(time.Until(end), func() {
+		ctx, cancel := context.WithTimeout(context.Background(), holdRevokeTimeout)
+		defer cancel()
+		_, _ = p.client.Revoke(ctx, id)
+	})
+}
+
+// holdRevokeTimeout bounds revokeAt's request: one that gets no answer
+// leaves the lease to its TTL, as before.
+const holdRevokeTimeout = 10 * time.Second
+
 // TTLSeconds returns the lease TTL the provider asks for a duration d: whole
 // seconds, rounded up, at least 1. The cluster raises a TTL below its minimum
 // (1.5 election timeouts, rounded up to the second: 2s at etcd's defaults).

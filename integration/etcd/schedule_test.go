@@ -106,11 +106,12 @@ func TestScheduleRunsEveryFireTime(t *testing.T) {
 	}
 }
 
-// Killing the cluster's leader costs Schedule fire times: the new leader
-// gives every lease its full TTL again, so a run's hold, on a lease of its
-// own, outlives the next fire time. With CatchUp, each of them still runs
-// once, late, at a retry. The pod's client is on the other members, and the
-// kill comes between its requests.
+// Killing the cluster's leader gives every lease its full TTL again, so a
+// run's hold, on a lease of its own, would outlive the next fire time; the
+// releasing pod revokes that lease when the hold ends, and every fire time
+// runs once (late, at a CatchUp retry, only where a request met the
+// election). The pod's client is on the other members, and the kill comes
+// between its requests.
 func TestScheduleCatchUpAfterLeaderKilled(t *testing.T) {
 	if testing.Short() {
 		t.Skip("timed schedule run skipped in -short mode")
