@@ -17,16 +17,7 @@ func TestHoldEndsDespiteLeaderChange(t *testing.T) {
 	c := etcdcluster.New(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	leader, err := c.WaitLeader(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var followers []string
-	for _, m := range c.Members() {
-		if m != leader {
-			followers = append(followers, m.ClientURL)
-		}
-	}
+	leader, followers := leaderAndFollowers(ctx, t, c)
 	cli := newClientOn(t, followers...)
 	p := newProvider(t, cli, newEnv(), "pod")
 	const hold = 3 * time.Second
@@ -64,4 +55,22 @@ func TestHoldEndsDespiteLeaderChange(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond) // poll interval
 	}
+}
+
+// leaderAndFollowers waits for c's leader, and returns it with the client
+// URLs of the other members: a client on those keeps its connections through
+// the leader's kill.
+func leaderAndFollowers(ctx context.Context, t *testing.T, c *etcdcluster.Cluster) (*etcdcluster.Member, []string) {
+	t.Helper()
+	leader, err := c.WaitLeader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var followers []string
+	for _, m := range c.Members() {
+		if m != leader {
+			followers = append(followers, m.ClientURL)
+		}
+	}
+	return leader, followers
 }

@@ -119,16 +119,7 @@ func TestScheduleCatchUpAfterLeaderKilled(t *testing.T) {
 	c := etcdcluster.New(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	leader, err := c.WaitLeader(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var followers []string
-	for _, m := range c.Members() {
-		if m != leader {
-			followers = append(followers, m.ClientURL)
-		}
-	}
+	leader, followers := leaderAndFollowers(ctx, t, c)
 	p := newProvider(t, newClientOn(t, followers...), newEnv(), "pod")
 	runs := scheduleOnePod(t, p, "*/3 * * * * *", shedlock.CatchUp(time.Minute), shedlock.CatchUpRetry(time.Second))
 	// The kill comes while an on-time run's hold is on its lease.
