@@ -13,8 +13,8 @@ import (
 
 // One member's problem is its own (BatchLocker): a fence key written by hand
 // with garbage (not a number, or not a string) fails that member, not the
-// batch, and leaves no other member's key set with nobody told.
-func TestAttackBatchGarbageFenceKeyFailsTheWholeBatch(t *testing.T) {
+// batch, and leaves no key of it set; TryLock fails on it the same way.
+func TestBatchGarbageFenceKeyFailsItsMemberAlone(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c := newClient(t)
@@ -38,5 +38,17 @@ func TestAttackBatchGarbageFenceKeyFailsTheWholeBatch(t *testing.T) {
 		}
 		assert.NoError(t, res[0].Err, a)
 		assert.NoError(t, res[2].Err, z)
+		require.Error(t, res[1].Err, bad)
+		assert.NotErrorIs(t, res[1].Err, shedlock.ErrNotAcquired, "the key is free: the garbage is the error")
+		assert.Contains(t, res[1].Err.Error(), fence)
+		assert.Zero(t, c.Exists(ctx, p.Key(bad)).Val(), "%s: no lock is left held with nobody told", bad)
+
+		_, err = p.TryLock(ctx, minute(bad))
+		require.Error(t, err, "TryLock on %s", bad)
+		assert.NotErrorIs(t, err, shedlock.ErrNotAcquired)
+		assert.Zero(t, c.Exists(ctx, p.Key(bad)).Val(), "TryLock left %s set", bad)
+		for _, r := range []shedlock.LockResult{res[0], res[2]} {
+			require.NoError(t, r.Lock.Unlock(ctx))
+		}
 	}
 }
