@@ -3,6 +3,7 @@ package integration_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -12,9 +13,9 @@ import (
 )
 
 // A row written by hand with NULL columns (a table whose columns allow NULL,
-// as hand-made tables sometimes do) is its member's problem alone: the
-// batch's other members are taken.
-func TestAttackBatchNullRowFailsTheWholeBatch(t *testing.T) {
+// as hand-made tables sometimes do) is its member's problem alone, as TryLock
+// finds it: not acquired. The batch's other members are taken.
+func TestBatchNullRowFailsItsMemberAlone(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	admin := testdb.Open(t, nil)
@@ -32,6 +33,8 @@ func TestAttackBatchNullRowFailsTheWholeBatch(t *testing.T) {
 		return
 	}
 	require.NoError(t, res[0].Err, "a")
-	assert.Error(t, res[1].Err, "m-null")
+	assert.ErrorIs(t, res[1].Err, shedlock.ErrNotAcquired, "m-null")
 	require.NoError(t, res[2].Err, "z")
+	_, err = p.TryLock(ctx, shedlock.LockConfig{Name: "m-null", LockAtMostFor: time.Minute})
+	assert.ErrorIs(t, err, shedlock.ErrNotAcquired, "TryLock on m-null")
 }
