@@ -178,7 +178,8 @@ func (p *Provider) runBatch(ctx context.Context, scripts []*batchScript) error {
 }
 
 // results fills the entries of results that s took: a lock, ErrNotAcquired,
-// or the script's error.
+// the lock's own error the script replied in its place, or the script's
+// error.
 func (s *batchScript) results(locks []*lock, results []shedlock.LockResult) {
 	replies, err := s.cmd.Slice()
 	if err == nil && len(replies) != len(s.entries) {
@@ -196,6 +197,8 @@ func (s *batchScript) results(locks []*lock, results []shedlock.LockResult) {
 		case int64:
 			l.fence = fence
 			results[i].Lock = l
+		case error: // its own: a fence key that holds no token; the script set nothing of it
+			results[i].Err = fmt.Errorf("shedlock: acquire %q: %w", l.name, fence)
 		default:
 			results[i].Err = fmt.Errorf("shedlock: acquire %q: the batch script returned %T", l.name, fence)
 		}

@@ -24,13 +24,42 @@ if redis.replicate_commands then redis.replicate_commands() end
 
 // acquireTake is acquireScript after its opening line: SET NX PX, then the
 // fencing token. fireAcquireScript sends it after its own check.
-const acquireTake = `if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return false end
+//
+// A fence key that holds no token (written by hand: not a number, or not a
+// string) is this lock's error: the key it just set is deleted before the
+// error is returned, so that no lock is left held with nobody told. Redis
+// keeps a script's writes before an error, so the check cannot come after
+// them.
+const acquireTake = lastFence + `if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return false end
+local last = lastFence(KEYS[2])
+if not last then
+  redis.call('DEL', KEYS[1])
+  return redis.error_reply(noFence(KEYS[2]))
+end
 local t = redis.call('TIME')
-local fence = tonumber(redis.call('GET', KEYS[2]) or '0') + 1
+local fence = last + 1
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 if fence < now then fence = now end
 redis.call('SET', KEYS[2], string.format('%.0f', fence))
 return fence
+`
+
+// lastFence defines the scripts' lastFence(key): the last fencing token the
+// fence key holds, 0 when there is none, or nil when it holds no token: not a
+// number a double holds exactly, or a value that is not a string (GET's
+// WRONGTYPE, caught rather than ending the script). noFence(key) is the
+// message for such a key.
+const lastFence = `local function lastFence(key)
+  local v = redis.pcall('GET', key)
+  if v == false then return 0 end
+  local n = type(v) == 'string' and tonumber(v)
+  if n and n > -9007199254740992 and n < 9007199254740992 then return n end
+  return nil
+end
+local function noFence(key)
+  return 'shedlock: fence key ' .. key .. ' holds no fencing token (not a number, or not a string): ' ..
+    'delete it, or set it to the last token'
+end
 `
 
 // releaseScript releases a lock while the key still holds this acquisition's
@@ -130,11 +159,15 @@ const extendNotOurs = -3
 // has no fence key). TIME is read once, at the first acquisition: each lock's
 // token is still the larger of its own last token + 1 and the clock.
 //
+// A fence key that holds no token is that lock's own outcome, as in
+// acquireScript: its key is deleted again and its element is an error reply;
+// the locks after it are taken as any other.
+//
 // A false in the returned table reaches the client as nil, as acquireScript's
 // lone false does; a nil would end the table there.
 const batchAcquireScript = `
 if redis.replicate_commands then redis.replicate_commands() end
-local out, k, now = {}, 1, nil
+` + lastFence + `local out, k, now = {}, 1, nil
 for i = 1, #ARGV, 3 do
   local key, fenceKey = KEYS[k], nil
   k = k + 1
@@ -146,14 +179,20 @@ for i = 1, #ARGV, 3 do
   if redis.call('SET', key, ARGV[i], 'NX', 'PX', ARGV[i + 1]) then
     got = 0
     if fenceKey then
-      if not now then
-        local t = redis.call('TIME')
-        now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+      local last = lastFence(fenceKey)
+      if last then
+        if not now then
+          local t = redis.call('TIME')
+          now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+        end
+        local fence = last + 1
+        if fence < now then fence = now end
+        redis.call('SET', fenceKey, string.format('%.0f', fence))
+        got = fence
+      else
+        redis.call('DEL', key)
+        got = redis.error_reply(noFence(fenceKey))
       end
-      local fence = tonumber(redis.call('GET', fenceKey) or '0') + 1
-      if fence < now then fence = now end
-      redis.call('SET', fenceKey, string.format('%.0f', fence))
-      got = fence
     end
   end
   out[#out + 1] = got

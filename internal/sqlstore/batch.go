@@ -35,6 +35,19 @@ type BatchArgs struct {
 // rolled the whole statement back: nothing was taken.
 var ErrConflict = errors.New("shedlock: the batch statement was rolled back by a conflict with another transaction")
 
+// ErrLockWait is the ErrConflict of a batch statement that waited past its
+// bound for a row another transaction holds or is making (MySQL's lock wait
+// timeout, PostgreSQL's lock_timeout): rolled back, nothing was taken. A row
+// being inserted, or a gap another transaction locked, is not one BusyRows
+// can see, so the engine then makes the attempts one by one.
+var ErrLockWait = fmt.Errorf("%w: a row's lock wait ran out", ErrConflict)
+
+// ErrUnread is what a store's AcquireBatch returns when its statement ran
+// but its result could not be read (a row it could not scan, a connection
+// lost while the rows came): it may have taken rows, and the engine releases
+// the batch's tokens, so that no lock is left held with nobody told.
+var ErrUnread = errors.New("shedlock: the batch statement ran, but its result could not be read")
+
 // ErrNoBatch is what a store's AcquireBatch returns when the server cannot run
 // the batch statement (a MariaDB before 10.6 has no JSON_TABLE): the engine
 // then makes the attempts one by one.
@@ -48,12 +61,8 @@ var ErrNoBatch = errors.New("shedlock: the server cannot run the batch statement
 // one is that item's error (lockerr.InvalidConfig and lockerr.DuplicateName);
 // exact duplicates are the batch's (the caller checks those).
 //
-// A conflict that rolled the statement back (a deadlock, or a row another
-// transaction held past the statement's lock wait) is sent again once, at
-// once, without the rows another transaction holds then, which are
-// lockerr.NotAcquired: the rows are taken in one fixed order, so it is rare,
-// and nothing was taken. After a second, every attempt is
-// lockerr.NotAcquired, as a single attempt's conflict is.
+// A conflict that rolled the statement back is handled by acquireBatch: one
+// member's row is that member's problem alone.
 func (e *Engine) TryLockBatch(ctx context.Context, items []BatchItem) ([]BatchResult, error) {
 	res := make([]BatchResult, len(items))
 	states, err := e.batchStates(ctx, items, res)
@@ -75,7 +84,7 @@ func (e *Engine) TryLockBatch(ctx context.Context, items []BatchItem) ([]BatchRe
 		return res, nil
 	}
 	now := time.Now()
-	grants, err := e.acquireBatch(ctx, args)
+	grants, errs, err := e.acquireBatch(ctx, args)
 	switch {
 	case errors.Is(err, ErrNoBatch):
 		return e.oneByOne(ctx, items, res)
@@ -88,56 +97,116 @@ func (e *Engine) TryLockBatch(ctx context.Context, items []BatchItem) ([]BatchRe
 		return nil, fmt.Errorf("shedlock: acquire a batch of %d locks: %w", len(args), err)
 	}
 	for k, i := range order {
-		states[i].seen(now) // every row exists after the upsert
-		if !grants[k].OK {
+		switch {
+		case errs[k] != nil:
+			res[i].Err = errs[k]
+			continue
+		case !grants[k].OK:
+			states[i].seen(now) // the upsert made the row
 			res[i].Err = lockerr.NotAcquired
 			continue
 		}
+		states[i].seen(now)
 		a := Args{Name: states[i].arg, Token: args[k].Token}
 		res[i].Lock = e.grant(items[i].Name, a, grants[k].Fence, now, args[k].MostFor, items[i].LeastFor)
 	}
 	return res, nil
 }
 
-// acquireBatch runs the batch statement, and once more after a conflict:
-// without the rows another transaction holds (BusyRows), which are not
-// acquired, so that a row an open transaction keeps fails its member alone.
-func (e *Engine) acquireBatch(ctx context.Context, args []BatchArgs) ([]Grant, error) {
-	grants, err := e.sendBatch(ctx, args)
+// acquireBatch runs the batch statement, and after a conflict that rolled it
+// back:
+//
+//   - without the rows another transaction holds (BusyRows), which are not
+//     acquired, so that a row an open transaction keeps fails its member
+//     alone;
+//   - one member at a time, each as a batch of one with the same bound on its
+//     wait, after a lock wait that BusyRows cannot explain (a row another
+//     transaction is inserting, or a gap it locked: rows that do not exist
+//     yet) or that came again: a member that still waits is not acquired, a
+//     member's failure its own error (errs), and the others are taken;
+//   - after a second deadlock, every member is not acquired (ErrConflict).
+//
+// The rows are taken in one fixed order, so deadlocks are rare, and nothing
+// was taken by a statement a conflict rolled back.
+func (e *Engine) acquireBatch(ctx context.Context, args []BatchArgs) ([]Grant, []error, error) {
+	errs := make([]error, len(args))
+	first, err := e.sendBatch(ctx, args)
 	if !errors.Is(err, ErrConflict) || ctx.Err() != nil {
-		return grants, err
+		return first, errs, err
 	}
-	busy, err := statement(e, ctx, func(ctx context.Context) ([]bool, error) { return e.store.BusyRows(ctx, args) })
-	if err != nil || len(busy) != len(args) {
-		busy = make([]bool, len(args)) // cannot tell: all again
+	busy, berr := statement(e, ctx, func(ctx context.Context) ([]bool, error) { return e.store.BusyRows(ctx, args) })
+	if berr != nil || len(busy) != len(args) {
+		busy = make([]bool, len(args)) // cannot tell: none
 	}
 	rest, at := make([]BatchArgs, 0, len(args)), make([]int, 0, len(args))
 	for k, a := range args {
-		if !busy[k] {
-			rest, at = append(rest, a), append(at, k)
+		if busy[k] {
+			errs[k] = lockerr.NotAcquired
+			continue
+		}
+		rest, at = append(rest, a), append(at, k)
+	}
+	grants := make([]Grant, len(args))
+	if len(rest) == 0 {
+		return grants, errs, nil
+	}
+	if !errors.Is(err, ErrLockWait) || len(rest) < len(args) { // a deadlock, or a wait BusyRows explained
+		got, err := e.sendBatch(ctx, rest)
+		switch {
+		case err == nil:
+			for j, k := range at {
+				grants[k] = got[j]
+			}
+			return grants, errs, nil
+		case !errors.Is(err, ErrLockWait) || ctx.Err() != nil:
+			return nil, nil, err
 		}
 	}
-	grants = make([]Grant, len(args)) // a busy row's: not acquired
-	if len(rest) == 0 {
-		return grants, nil
-	}
-	got, err := e.sendBatch(ctx, rest)
-	if err != nil {
-		return nil, err
-	}
 	for j, k := range at {
-		grants[k] = got[j]
+		got, err := e.sendBatch(ctx, rest[j:j+1])
+		switch {
+		case err == nil:
+			grants[k] = got[0]
+		case errors.Is(err, ErrConflict): // it still waits, or lost a deadlock: as a single attempt's conflict
+			errs[k] = lockerr.NotAcquired
+		default:
+			errs[k] = fmt.Errorf("shedlock: acquire %q: %w", rest[j].Name, err)
+		}
 	}
-	return grants, nil
+	return grants, errs, nil
 }
 
-// sendBatch runs the batch statement once.
+// sendBatch runs the batch statement once. When the statement ran but its
+// result could not be read (ErrUnread), it releases every token of args,
+// so that a row it took is not left held with nobody told.
 func (e *Engine) sendBatch(ctx context.Context, args []BatchArgs) ([]Grant, error) {
 	grants, err := statement(e, ctx, func(ctx context.Context) ([]Grant, error) { return e.store.AcquireBatch(ctx, args) })
+	if errors.Is(err, ErrUnread) {
+		return nil, e.releaseUnread(ctx, args, err)
+	}
 	if err == nil && len(grants) != len(args) {
 		return nil, fmt.Errorf("the store reported %d outcomes for %d rows", len(grants), len(args))
 	}
 	return grants, err
+}
+
+// releaseUnread releases the tokens of args after a batch statement whose
+// result could not be read (err): a row that does not hold a token is left
+// as it is. It returns err, saying what it could not release, held until its
+// LockAtMostFor as with a TryLock whose reply was lost.
+func (e *Engine) releaseUnread(ctx context.Context, args []BatchArgs, err error) error {
+	var failed []string
+	for _, a := range args {
+		a := Args{Name: a.Name, Token: a.Token}
+		if _, rerr := statement(e, ctx, func(ctx context.Context) (bool, error) { return e.store.Release(ctx, a, 0) }); rerr != nil {
+			failed = append(failed, fmt.Sprintf("%q", a.Name))
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("%w; the rows it may have taken of %s could not be released, and are held "+
+			"until their LockAtMostFor", err, strings.Join(failed, ", "))
+	}
+	return fmt.Errorf("%w; the rows it may have taken were released", err)
 }
 
 // batchStates finds each item's name state, checking the names this engine

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -143,5 +144,43 @@ func TestBatchBusyRowFailsItsMemberAlone(t *testing.T) {
 	}
 	if len(store.batches) != 1 || strings.Join(store.batches[0], ",") != "a,c" {
 		t.Fatalf("batches that went through: %v; want [a c] alone", store.batches)
+	}
+}
+
+// A row another transaction is inserting makes the batch wait out its lock
+// wait, and no read can tell which row it was: the members are attempted one
+// by one, each bounded the same way; the pending one is NotAcquired, the
+// others are taken.
+func TestBatchPendingRowFailsItsMemberAlone(t *testing.T) {
+	store := newFakeStore()
+	store.pending = map[string]bool{"b": true}
+	e := testEngine(t, store)
+	res, err := e.TryLockBatch(context.Background(), items("c", "b", "a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].Lock == nil || !errors.Is(res[1].Err, lockerr.NotAcquired) || res[2].Lock == nil {
+		t.Fatalf("want a and c taken, b NotAcquired, got %+v", res)
+	}
+	if got := fmt.Sprint(store.batches); got != "[[a] [c]]" {
+		t.Fatalf("batches that went through: %s; want [a] then [c], one by one", got)
+	}
+}
+
+// A batch statement that ran but whose result could not be read is the
+// batch's error, and the rows it took are released: no lock is left held with
+// nobody told.
+func TestBatchUnreadResultReleasesItsRows(t *testing.T) {
+	store := newFakeStore()
+	store.unread = true
+	e := testEngine(t, store)
+	_, err := e.TryLockBatch(context.Background(), items("a", "b"))
+	if !errors.Is(err, ErrUnread) || !strings.Contains(err.Error(), "released") {
+		t.Fatalf("want ErrUnread saying the rows were released, got %v", err)
+	}
+	for name, token := range store.rows {
+		if token != "" {
+			t.Errorf("row %s left held by %s", name, token)
+		}
 	}
 }

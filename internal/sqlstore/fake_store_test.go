@@ -30,6 +30,8 @@ type fakeStore struct {
 	batches   [][]string
 	conflicts int
 	busy      map[string]bool // rows another transaction holds: a batch with one waits out its lock wait
+	pending   map[string]bool // rows another transaction is inserting: the same wait, but BusyRows cannot see them
+	unread    bool            // AcquireBatch takes its rows, then fails with ErrUnread
 	noBatch   bool
 	nameKeys  int
 
@@ -135,8 +137,8 @@ func (s *fakeStore) AcquireBatch(_ context.Context, as []BatchArgs) ([]Grant, er
 		return nil, fmt.Errorf("deadlock: %w", ErrConflict)
 	}
 	for _, a := range as {
-		if s.busy[a.Name] {
-			return nil, fmt.Errorf("lock wait timeout: %w", ErrConflict)
+		if s.busy[a.Name] || s.pending[a.Name] {
+			return nil, fmt.Errorf("lock wait timeout: %w", ErrLockWait)
 		}
 	}
 	names := make([]string, len(as))
@@ -151,6 +153,9 @@ func (s *fakeStore) AcquireBatch(_ context.Context, as []BatchArgs) ([]Grant, er
 		grants[i] = Grant{OK: true, Fence: s.fence}
 	}
 	s.batches = append(s.batches, names)
+	if s.unread {
+		return nil, fmt.Errorf("%w: connection lost", ErrUnread)
+	}
 	return grants, nil
 }
 

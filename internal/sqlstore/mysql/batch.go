@@ -141,9 +141,11 @@ func (s *Store) prepareBatch(ctx context.Context) (*batchPrepared, error) {
 }
 
 // AcquireBatch takes the rows of as with the upsert, then reads which it
-// took: two round trips, or one on MariaDB, whose upsert returns the rows. A conflict that rolled the upsert back (see
-// conflictOrError) is sqlstore.ErrConflict. A lock the upsert took stays
-// taken if the read fails; it is held until its lock_until.
+// took: two round trips, or one on MariaDB, whose upsert returns the rows. A
+// conflict that rolled the upsert back is sqlstore.ErrConflict (see
+// batchError). When the upsert ran but which rows it took cannot be read,
+// the error is sqlstore.ErrUnread, and the engine releases the batch's
+// tokens.
 func (s *Store) AcquireBatch(ctx context.Context, as []sqlstore.BatchArgs) ([]sqlstore.Grant, error) {
 	bp, err := s.batch.Get(ctx)
 	if err != nil {
@@ -168,38 +170,50 @@ func (s *Store) AcquireBatch(ctx context.Context, as []sqlstore.BatchArgs) ([]sq
 	} else if _, err = bp.stmts[batchAcquire].ExecContext(ctx, string(doc)); err == nil {
 		res, err = bp.stmts[batchOwned].QueryContext(ctx, string(doc))
 		if err != nil {
-			return nil, fmt.Errorf("read which locks the batch took: %w", err)
+			return nil, fmt.Errorf("%w: read which locks the batch took: %w", sqlstore.ErrUnread, err)
 		}
 	}
 	if err != nil {
-		if conflictOrError(err) == nil {
-			return nil, fmt.Errorf("%w: %w", sqlstore.ErrConflict, err)
-		}
-		return nil, nodeError(err)
+		return nil, batchError(err)
 	}
 	defer res.Close()
 	grants := make([]sqlstore.Grant, len(as))
 	for res.Next() {
-		var by string
+		// A row of a hand-made table may hold NULLs: it carries no token of
+		// this batch, so it was not taken, as TryLock's upsert leaves it.
+		var by sql.NullString
 		var fence sql.NullInt64
 		dest := []any{&by}
 		if bp.fence {
 			dest = append(dest, &fence)
 		}
 		if err := res.Scan(dest...); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%w: %w", sqlstore.ErrUnread, err)
 		}
-		if i, ours := byToken[by]; ours {
+		if i, ours := byToken[by.String]; ours && by.Valid {
 			grants[i] = sqlstore.Grant{OK: true, Fence: fence.Int64}
 		}
 	}
 	if err := res.Err(); err != nil {
-		if conflictOrError(err) == nil { // MariaDB reports a conflict while the rows come
-			return nil, fmt.Errorf("%w: %w", sqlstore.ErrConflict, err)
+		if conflictOrError(err) == nil { // MariaDB reports a conflict while the rows come: rolled back
+			return nil, batchError(err)
 		}
-		return nil, nodeError(err)
+		return nil, fmt.Errorf("%w: %w", sqlstore.ErrUnread, nodeError(err))
 	}
 	return grants, nil
+}
+
+// batchError says what the batch upsert's error means: a lock wait that ran
+// out (sqlstore.ErrLockWait) or another conflict (sqlstore.ErrConflict) rolled
+// it back; else the store's error.
+func batchError(err error) error {
+	switch {
+	case errorNumber(err) == errLockWaitTimeout:
+		return fmt.Errorf("%w: %w", sqlstore.ErrLockWait, err)
+	case conflictOrError(err) == nil:
+		return fmt.Errorf("%w: %w", sqlstore.ErrConflict, err)
+	}
+	return nodeError(err)
 }
 
 // NameKeys checks the new names of a batch with one statement, as NameKey

@@ -41,7 +41,8 @@ func (s *Store) prepareBatch(ctx context.Context) (*batchPrepared, error) {
 // another table, is a statement run in the wrong session (see prove).
 //
 // A serialization failure or a deadlock rolls the whole statement back:
-// sqlstore.ErrConflict. Two names that one row stands for under a
+// sqlstore.ErrConflict; so does a wait for a row another transaction is
+// inserting that outlasts the statement's lock_timeout: sqlstore.ErrLockWait. Two names that one row stands for under a
 // nondeterministic collation make the statement change one row twice, which
 // PostgreSQL refuses (cardinality_violation): lockerr.InvalidConfig.
 func (s *Store) AcquireBatch(ctx context.Context, as []sqlstore.BatchArgs) ([]sqlstore.Grant, error) {
@@ -77,7 +78,7 @@ func (s *Store) AcquireBatch(ctx context.Context, as []sqlstore.BatchArgs) ([]sq
 			dest = append(dest, &fence)
 		}
 		if err := rows.Scan(dest...); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%w: %w", sqlstore.ErrUnread, err)
 		}
 		i, ours := byToken[by]
 		if oid != p.oid || !ours {
@@ -98,6 +99,8 @@ func batchError(err error) error {
 	switch sqlState(err) {
 	case "40001", "40P01": // serialization_failure, deadlock_detected
 		return fmt.Errorf("%w: %w", sqlstore.ErrConflict, err)
+	case "55P03": // lock_not_available: batchSQL's lock_timeout ran out on a row being inserted
+		return fmt.Errorf("%w: %w", sqlstore.ErrLockWait, err)
 	case "21000": // cardinality_violation: ON CONFLICT met one row twice
 		return fmt.Errorf("%w: two names of the batch are one row under the name column's collation: %w",
 			lockerr.InvalidConfig, err)
@@ -175,5 +178,6 @@ func (s *Store) NameKeys(ctx context.Context, names []string) ([]string, []error
 }
 
 // BusyRows is nil: the batch statement skips the rows another transaction
-// holds (SKIP LOCKED), so its conflicts are deadlocks, sent again whole.
+// holds (SKIP LOCKED); it waits only for rows that do not exist yet, which no
+// read could tell either, and the engine then makes the attempts one by one.
 func (s *Store) BusyRows(context.Context, []sqlstore.BatchArgs) ([]bool, error) { return nil, nil }

@@ -47,7 +47,17 @@ const (
 	// operator's SELECT ... FOR UPDATE) is that member's NotAcquired, not a
 	// wait that outlasts every member's deadline; a row another instance's
 	// statement holds is one that instance is taking or keeping.
-	batchSQL = "WITH b AS (SELECT * FROM unnest($1::text::text[], $2::text::text[], $3::text::bigint[]) AS b(name, token, ms)), " +
+	//
+	// A row that does not exist yet cannot be skipped: one another
+	// transaction is inserting makes the upsert wait for that transaction.
+	// The statement bounds that wait itself, lock_timeout set for its own
+	// transaction (set_config's is_local) as b's rows are read, before any
+	// row is locked: no round trip more, and nothing that outlives the
+	// statement in a session a pooler in transaction mode hands on. A wait
+	// that runs out is lock_not_available (55P03), the whole statement rolled
+	// back, and the engine makes the attempts one by one.
+	batchSQL = "WITH b AS (SELECT * FROM unnest($1::text::text[], $2::text::text[], $3::text::bigint[]) AS b(name, token, ms) " +
+		"WHERE set_config('lock_timeout', '" + batchLockWait + "', true) IS NOT NULL), " +
 		"free AS (SELECT f.name FROM {t} AS f JOIN b ON f.name = b.name FOR UPDATE OF f SKIP LOCKED) " +
 		"INSERT INTO {t} AS l (name, lock_until, locked_at, locked_by{fenceCol}) " +
 		"SELECT b.name, {nowUp} + b.ms * interval '1 millisecond', {now}, b.token{fenceNew} FROM b " +
@@ -56,7 +66,12 @@ const (
 		"ON CONFLICT (name) DO UPDATE SET lock_until = EXCLUDED.lock_until, " +
 		"locked_at = EXCLUDED.locked_at, locked_by = EXCLUDED.locked_by{fenceSet} WHERE l.lock_until <= {now}" +
 		proofSQL + "{fenceRet}"
-	releaseSQL = "UPDATE {t} SET lock_until = GREATEST(locked_at + $1::bigint * interval '1 millisecond', {now}) " +
+	// The batch statement's wait for a row another transaction is making.
+	// As MariaDB's (see the mysql package): long enough for another
+	// instance's statement, short enough that an open transaction fails its
+	// member alone, well within the acquire timeout.
+	batchLockWait = "1s"
+	releaseSQL    = "UPDATE {t} SET lock_until = GREATEST(locked_at + $1::bigint * interval '1 millisecond', {now}) " +
 		"WHERE name = $2 AND locked_by = $3"
 	extendSQL = "UPDATE {t} SET lock_until = {nowUp} + $1::bigint * interval '1 millisecond' " +
 		"WHERE name = $2 AND locked_by = $3 AND lock_until > {now}" + proofSQL
