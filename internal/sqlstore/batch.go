@@ -271,16 +271,15 @@ func (e *Engine) batchStates(ctx context.Context, items []BatchItem, res []Batch
 }
 
 // oneByOne makes the attempts that have no result yet with TryLock, for a
-// store whose server cannot run the batch statement.
+// store whose server cannot run the batch statement. Each outcome, a store
+// failure too, is its member's: a lock taken before a failure is the
+// earlier member's, never left held with nobody told.
 func (e *Engine) oneByOne(ctx context.Context, items []BatchItem, res []BatchResult) ([]BatchResult, error) {
 	for i, it := range items {
 		if res[i].Err != nil {
 			continue
 		}
 		l, err := e.TryLock(ctx, it.Name, it.MostFor, it.LeastFor)
-		if err != nil && !errors.Is(err, lockerr.NotAcquired) && !errors.Is(err, lockerr.InvalidConfig) {
-			return nil, err // the store failed: the batch's error, as for one statement
-		}
 		res[i] = BatchResult{Lock: l, Err: err}
 	}
 	return res, nil

@@ -129,6 +129,25 @@ func TestBatchFallsBackOneByOne(t *testing.T) {
 	}
 }
 
+// Without the batch statement, a store failure on one member is that
+// member's error: the others' attempts are made, and a lock taken before it
+// is not left held with nobody told.
+func TestBatchOneByOneStoreFailureIsItsMembers(t *testing.T) {
+	store := newFakeStore()
+	store.upserts = true
+	store.noBatch = true
+	failure := errors.New("connection reset")
+	store.failing = map[string]error{"b": failure}
+	e := testEngine(t, store)
+	res, err := e.TryLockBatch(context.Background(), items("a", "b", "c"))
+	if err != nil {
+		t.Fatalf("one member's store failure failed the batch: %v", err)
+	}
+	if res[0].Lock == nil || !errors.Is(res[1].Err, failure) || res[2].Lock == nil {
+		t.Fatalf("want a and c taken, b its own error, got %+v", res)
+	}
+}
+
 // A row another transaction holds past the statement's lock wait fails its
 // member alone: the batch is sent again without it, and it is NotAcquired.
 func TestBatchBusyRowFailsItsMemberAlone(t *testing.T) {

@@ -34,6 +34,7 @@ type fakeStore struct {
 	unread    bool            // AcquireBatch takes its rows, then fails with ErrUnread
 	noBatch   bool
 	nameKeys  int
+	failing   map[string]error // names whose Insert fails with the error
 
 	// admin: the one row "job", whose locked_by is "pod-<holder>"; it changes
 	// hands before each of the first moves Clears.
@@ -60,6 +61,9 @@ func (s *fakeStore) Insert(_ context.Context, a Args, _ time.Duration) (Grant, e
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.sent++
+	if err := s.failing[name]; err != nil {
+		return Grant{}, err
+	}
 	if held, ok := s.rows[name]; ok && (!s.upserts || held != "") {
 		return Grant{}, nil
 	}
