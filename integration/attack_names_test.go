@@ -21,7 +21,9 @@ func TestAttackRemovedScheduleFreesItsCollationTwin(t *testing.T) {
 	p := mysqlStore(nil)(t)(t)
 	ex := shedlock.NewExecutor(p)
 	c := cron.New()
-	cfg := func(name string) shedlock.LockConfig { return shedlock.LockConfig{Name: name, LockAtMostFor: time.Minute} }
+	cfg := func(name string) shedlock.LockConfig {
+		return shedlock.LockConfig{Name: name, LockAtMostFor: time.Minute}
+	}
 	for _, pair := range [][2]string{{"job", "JOB"}, collationTwins[0], collationTwins[1]} {
 		id, err := ex.Schedule(c, "@hourly", cfg(pair[0]), noopTask)
 		require.NoError(t, err, "%q", pair[0])
