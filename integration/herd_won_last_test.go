@@ -17,7 +17,7 @@ import (
 // attempt, its next attempt hangs on the row; the pod's other jobs, with
 // slots free (8 by default), must still be tried at once, not wait behind it
 // for the acquire timeout.
-func TestAttackHungWonLastAttemptStallsEveryOtherJob(t *testing.T) {
+func TestHerdHungWonLastAttemptStallsNoOtherJob(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	admin := testdb.Open(t, nil)

@@ -50,7 +50,7 @@ func (s *slowBatchStore) TryLockBatch(ctx context.Context, cfgs []shedlock.LockC
 // by another's. Here an old attempt (x, 2s bound nearly used up waiting for a
 // slot) and a new one (y, 2s bound fresh) go in one batch, and the store
 // answers after x's bound and well within y's.
-func TestAttackBatchSharesOneAttemptsDeadline(t *testing.T) {
+func TestBatchMembersKeepOwnAcquireTimeout(t *testing.T) {
 	t.Parallel()
 	s := &slowBatchStore{p: mysqlStore(nil)(t)(t).(*shedlock.MySQLProvider), hold: "blocker",
 		held: make(chan struct{}), letHeld: make(chan struct{}),

@@ -16,7 +16,7 @@ import (
 // (Executor.Schedule's doc): and a name the store keeps in the same row,
 // which the executor counts as the same name, may too, as "JOB" may after
 // "job" is removed. The removed job has no entry left to block.
-func TestAttackRemovedScheduleFreesItsCollationTwin(t *testing.T) {
+func TestRegistrationFreesRemovedScheduleCollationTwin(t *testing.T) {
 	t.Parallel()
 	p := mysqlStore(nil)(t)(t)
 	ex := shedlock.NewExecutor(p)

@@ -17,7 +17,7 @@ import (
 // (docs/stores.md, Batches). No run happened under that lock, so nothing
 // should keep it for the config's LockAtLeastFor: another pod must be able
 // to take it and run the job, rather than every pod skipping it for a minute.
-func TestAttackLockTakenForALeftCallerIsHeldForLockAtLeastFor(t *testing.T) {
+func TestBatchLockForCallerThatLeftFreedAtOnce(t *testing.T) {
 	t.Parallel()
 	newProvider := mysqlStore(nil)(t)
 	g := &gatedStore{p: newProvider(t).(*shedlock.MySQLProvider), hold: "blocker",
