@@ -99,7 +99,7 @@ func (e *Executor) register(cfg LockConfig) error {
 	if err != nil {
 		return err
 	}
-	e.freeRemoved(cfg.Name)
+	e.freeRemoved(cfg.Name, storeKey)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.registerLocked(cfg.Name, storeKey)

@@ -78,7 +78,7 @@ func NewExecutor(p LockProvider, opts ...ExecutorOption) *Executor {
 		releaseTimeout: o.releaseTimeout,
 		keepAlive:      o.keepAlive,
 		skipLevel:      o.skipLevel,
-		attempts:       &attempts{provider: p, timeout: o.acquireTimeout, maxInFlight: o.maxInFlight},
+		attempts:       &attempts{provider: p, timeout: o.acquireTimeout, maxInFlight: o.maxInFlight, log: o.logger},
 		events:         newEventQueue(o.listeners, o.logger),
 		err:            err,
 		running:        make(map[string]string),
@@ -96,6 +96,7 @@ func NewExecutor(p LockProvider, opts ...ExecutorOption) *Executor {
 	}
 	e.base, e.stopBase = context.WithCancelCause(context.Background())
 	e.hooks = e.leaseHooks()
+	e.attempts.warnPoolOfOne()
 	return e
 }
 
@@ -153,7 +154,11 @@ func (e *Executor) endLiveLocked() {
 
 // Stop ends the executor: no run starts after it, fixed-delay loops end, running
 // tasks' contexts are cancelled with the cause ErrStopped, and Stop waits for
-// them to return and release their locks. If ctx ends first, Stop returns an
+// them to return and release their locks. It also waits for the executor's
+// lock attempts still in flight, batch statements included whose callers
+// gave up (a Wrap or WithLock job's run gives up when Stop begins): a batch
+// whose callers have all left is cancelled, and a lock one takes after Stop
+// began is released before Stop returns. If ctx ends first, Stop returns an
 // error wrapping ctx's error that names the tasks still running; with nothing
 // running it returns nil whatever ctx's state. If fixed-delay jobs were
 // registered but Start was never called, the error also wraps ErrNotStarted.
@@ -186,6 +191,9 @@ func (e *Executor) Stop(ctx context.Context) error {
 
 	select {
 	case <-e.idle:
+		if err := e.attempts.waitBatches(ctx); err != nil {
+			return errors.Join(notStarted, err)
+		}
 		e.events.Wait(ctx)
 		return notStarted
 	case <-ctx.Done():
@@ -200,7 +208,7 @@ func (e *Executor) Stop(ctx context.Context) error {
 	if runs == 0 {
 		// What is left are loops between runs: they end at once, running nothing.
 		<-e.idle
-		return notStarted
+		return errors.Join(notStarted, e.attempts.waitBatches(ctx))
 	}
 	slices.Sort(names)
 	return errors.Join(notStarted, fmt.Errorf("shedlock: stop: %d tasks still running (%s): %w",

@@ -53,7 +53,10 @@ func WithReleaseTimeout(d time.Duration) ExecutorOption {
 // WithAcquireTimeout bounds how long taking a lock before a run may take.
 // Default 10s; it must be > 0. A store that does not answer in time is a store
 // error: the task does not run, and Run returns the error. A caller's context
-// with an earlier deadline ends the attempt sooner.
+// with an earlier deadline ends the attempt sooner. The bound is each
+// attempt's own, from when Run is called, also when it waits for a slot or
+// goes in a batch with others (WithMaxInFlight): it then leaves the batch at
+// its own deadline, and a lock the batch takes for it after is released.
 func WithAcquireTimeout(d time.Duration) ExecutorOption {
 	return func(o *executorOptions) error {
 		if d <= 0 {

@@ -48,7 +48,7 @@ func (e *Executor) FixedDelay(cfg LockConfig, delay time.Duration, task func(ctx
 		return fmt.Errorf("%w: lock %q: FixedDelay needs a delay > 0, got %v", ErrInvalidJob, cfg.Name, delay)
 	}
 	l := &fixedDelayLoop{cfg: cfg, delay: delay, task: task, opts: o}
-	e.freeRemoved(cfg.Name)
+	e.freeRemoved(cfg.Name, storeKey)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if err := e.registerLocked(cfg.Name, storeKey); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -44,13 +45,21 @@ const maxBatch = 64
 // not open a connection each. With n = 1, one attempt and one release or
 // extension may be in flight. n must be >= 1.
 //
+// The bound cannot give the pool a connection it does not have: with a pool
+// of one connection (db.SetMaxOpenConns(1)), an attempt hung on a row keeps
+// it, and a release or an extension waits for it, up to the acquire timeout.
+// The executor warns of such a pool at construction and at its first
+// attempt: give it at least 2 connections.
+//
 // Attempts beyond the bound wait, and go together: when one ends, the next
 // takes the queue with it, up to 64 attempts, in one batch statement where
 // the provider can (BatchLocker), else one at a time. Attempts on names whose
 // last attempt here took the lock go first, then the others, each instance
 // going round the names from a place of its own, so that at a tick the
-// instances' first batches are mostly different jobs. An attempt that finds
-// a slot free and no queue goes at once, alone.
+// instances' first batches are mostly different jobs; the others do not wait
+// for won-last attempts in flight while a slot is free. An attempt that finds
+// a slot free and no queue goes at once, alone. Each attempt in a batch keeps
+// its own acquire timeout (WithAcquireTimeout).
 //
 // Size it as the pool: with N pods each firing M jobs at one tick, each pod
 // opens at most n connections, and the store sees about N×M/64 batch
@@ -91,26 +100,20 @@ func (as *attempts) lockBatch(ctx context.Context, cfgs []LockConfig) ([]LockRes
 	return as.provider.(BatchLocker).TryLockBatch(ctx, cfgs)
 }
 
-// attempt is one run's try for its lock while it waits for a slot, and the
-// answer its batch's leader leaves it.
-type attempt struct {
-	ctx    context.Context
-	cfg    LockConfig
-	end    time.Time // the window's end; zero: none
-	answer chan LockResult
-
-	mu   sync.Mutex
-	gone bool // its caller left before the answer: a lock taken for it is released
-}
-
 // attempts sends an executor's lock attempts to its provider, within its
 // bound.
 type attempts struct {
 	provider    LockProvider
 	timeout     time.Duration // WithAcquireTimeout
 	maxInFlight int           // WithMaxInFlight; 0: the pool's size
+	log         *slog.Logger
 	once        sync.Once
 	slots       *inflight.Slots[*attempt] // see inFlight
+	warnOnce    sync.Once                 // see warnPoolOfOne
+
+	sendMu  sync.Mutex
+	sending int           // batches whose statement or releases are under way
+	sent    chan struct{} // closed when sending drops to 0; see waitBatches
 }
 
 // inFlight returns the bound, sized at its first use.
@@ -123,6 +126,7 @@ func (as *attempts) inFlight() *inflight.Slots[*attempt] {
 		if n <= 0 {
 			n = defaultInFlight
 		}
+		as.warnPoolOfOne()
 		batch := 1
 		if _, ok := as.provider.(BatchLocker); ok {
 			batch = maxBatch
@@ -207,7 +211,7 @@ func (as *attempts) try(ctx context.Context, cfg LockConfig, key string, kind in
 		defer g.Done()
 		return as.alone(ctx, cfg, end, deadline)
 	}
-	a := &attempt{ctx: ctx, cfg: cfg, end: end, answer: make(chan LockResult, 1)}
+	a := &attempt{ctx: ctx, cfg: cfg, end: end, deadline: deadline, answer: make(chan LockResult, 1)}
 	g, err := s.Acquire(ctx, kind, a, ringKey(key), end, deadline)
 	switch {
 	case errors.Is(err, errLate):
@@ -222,59 +226,15 @@ func (as *attempts) try(ctx context.Context, cfg LockConfig, key string, kind in
 		return as.alone(ctx, cfg, end, deadline)
 	}
 	// The batch is sent from a goroutine of its own, so that its leader, like
-	// each rider, returns when its own context ends.
+	// each rider, returns when its own context ends or its own deadline
+	// passes. Stop waits for it (waitBatches).
+	as.beginBatch()
 	go func() {
+		defer as.endBatch()
 		defer g.Done()
-		as.sendBatch(append(g.Riders, a), deadline)
+		as.sendBatch(append(g.Riders, a))
 	}()
 	return as.await(a)
-}
-
-// await waits for the answer to a, or for its caller's context to end. A
-// caller that leaves is not answered: a lock its batch takes for it after is
-// released (see answer).
-func (as *attempts) await(a *attempt) (Lock, error) {
-	select {
-	case r := <-a.answer:
-		return r.Lock, r.Err
-	case <-a.ctx.Done():
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	select {
-	case r := <-a.answer: // answered as it left
-		return r.Lock, r.Err
-	default:
-	}
-	a.gone = true
-	return nil, fmt.Errorf("shedlock: lock %q: left its batch's attempt, still under way: %w", a.cfg.Name, context.Cause(a.ctx))
-}
-
-// answer gives a its result, or, if its caller has left, releases the lock
-// the result holds, so that no lock is held for a run that will not happen.
-func (as *attempts) answer(a *attempt, r LockResult) {
-	if as.deliver(a, r) {
-		as.releaseLeft(a, r.Lock)
-	}
-}
-
-// deliver gives a its result, unless its caller has left with a lock to
-// release: then it reports true.
-func (as *attempts) deliver(a *attempt, r LockResult) (release bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if !a.gone {
-		a.answer <- r // buffered: one answer per attempt
-	}
-	return a.gone && r.Lock != nil
-}
-
-// releaseLeft releases a lock taken for an attempt whose caller had left; if
-// it fails, the lock ends at its LockAtMostFor, as any lost release's.
-func (as *attempts) releaseLeft(a *attempt, lock Lock) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(a.ctx), as.timeout)
-	defer cancel()
-	_ = as.unlock(ctx, lock)
 }
 
 // alone sends one attempt that has its slot, unless its window has passed.
@@ -297,51 +257,21 @@ func ringKey(key string) uint64 {
 	return h
 }
 
-// sendBatch sends the attempts in one batch, those still in their window and
-// wanted, and answers each. The statement runs under a context of its own,
-// bounded by deadline: one caller that gives up must not fail the others'
-// attempts.
-func (as *attempts) sendBatch(batch []*attempt, deadline time.Time) {
-	now := time.Now()
-	sent := batch[:0]
-	cfgs := make([]LockConfig, 0, len(batch))
-	for _, a := range batch {
-		switch {
-		case !a.end.IsZero() && !now.Before(a.end):
-			as.answer(a, LockResult{Err: errLate})
-		case a.ctx.Err() != nil:
-			as.answer(a, LockResult{Err: context.Cause(a.ctx)})
-		default:
-			sent = append(sent, a)
-			cfgs = append(cfgs, a.cfg)
-		}
-	}
-	if len(sent) == 0 {
+// warnPoolOfOne warns, once, of a provider whose pool has one connection. The
+// bound keeps a place for releases and extensions beside the attempts, but
+// the pool cannot: an attempt that hangs on a row another transaction holds
+// keeps the only connection, and a held lock's release or extension waits
+// for it, up to the acquire timeout. Leaving attempts no place at all would
+// run no job, so the executor says so instead, at construction and at its
+// first attempt (the pool may be sized in between).
+func (as *attempts) warnPoolOfOne() {
+	ps, ok := as.provider.(PoolSizer)
+	if !ok || ps.PoolSize() != 1 {
 		return
 	}
-	ctx, cancel := context.WithDeadline(context.WithoutCancel(sent[0].ctx), deadline)
-	defer cancel()
-	if len(sent) == 1 {
-		l, err := as.lockOne(ctx, sent[0].cfg)
-		as.answer(sent[0], LockResult{Lock: l, Err: err})
-		return
-	}
-	results, err := as.lockBatch(ctx, cfgs)
-	if err == nil && len(results) != len(sent) {
-		err = fmt.Errorf("shedlock: TryLockBatch returned %d results for %d attempts", len(results), len(sent))
-	}
-	var left []int // attempts whose callers left, with a lock to release after every answer
-	for i, a := range sent {
-		switch {
-		case err != nil:
-			as.answer(a, LockResult{Err: err})
-		case results[i].Lock == nil && results[i].Err == nil:
-			as.answer(a, LockResult{Err: fmt.Errorf("shedlock: lock %q: TryLockBatch returned neither a lock nor an error", a.cfg.Name)})
-		case as.deliver(a, results[i]):
-			left = append(left, i)
-		}
-	}
-	for _, i := range left {
-		as.releaseLeft(sent[i], results[i].Lock)
-	}
+	as.warnOnce.Do(func() {
+		as.log.Warn("shedlock: the provider's pool has one connection: an attempt that hangs on a row another " +
+			"transaction holds keeps it, and a held lock's release or extension waits for it; " +
+			"give the pool at least 2 connections (e.g. db.SetMaxOpenConns(2))")
+	})
 }

@@ -20,10 +20,12 @@ func (e *Executor) recordEntry(name string, c *cron.Cron, id cron.EntryID) {
 	e.entries[jobname.Key(name)] = cronEntry{c, id}
 }
 
-// freeRemoved frees name if Schedule registered it for a cron entry that has
-// since been removed from its cron. robfig/cron has no removal hook, so the
-// entry is looked up at the next registration of the name instead. Entry ids
-// are never reused, so an entry found gone stays gone and cron calls its job no
+// freeRemoved frees name, and the name the store keeps in the same row
+// (storeKey, the provider's NameKey of name; "": none), if Schedule
+// registered it for a cron entry that has since been removed from its cron.
+// robfig/cron has no removal hook, so the entry is looked up at the next
+// registration of the name, or of its store twin, instead. Entry ids are
+// never reused, so an entry found gone stays gone and cron calls its job no
 // more: the name has no job left. A run of that job still under way keeps the
 // name in e.running, which refuses a second run of it in this process, whatever
 // registered the name since.
@@ -31,8 +33,23 @@ func (e *Executor) recordEntry(name string, c *cron.Cron, id cron.EntryID) {
 // c.Entry is called without e.mu: c holds its own lock while it applies its
 // chain's wrappers to a job it adds, and such a wrapper may register a name
 // here; holding e.mu while waiting for c's lock could then deadlock.
-func (e *Executor) freeRemoved(name string) {
-	key := jobname.Key(name)
+func (e *Executor) freeRemoved(name, storeKey string) {
+	e.mu.Lock()
+	keys := []string{jobname.Key(name)}
+	if twin, ok := e.storeNames[storeKey]; ok && storeKey != "" {
+		if k := jobname.Key(twin); k != keys[0] {
+			keys = append(keys, k)
+		}
+	}
+	e.mu.Unlock()
+	for _, key := range keys {
+		e.freeRemovedKey(key)
+	}
+}
+
+// freeRemovedKey frees the name whose jobname.Key is key if its Schedule
+// entry has been removed (see freeRemoved).
+func (e *Executor) freeRemovedKey(key string) {
 	e.mu.Lock()
 	ent, ok := e.entries[key]
 	e.mu.Unlock()

@@ -41,16 +41,15 @@ const (
 // them, and they go first when places free.
 //
 // Who goes first: attempts on names this executor took at their last attempt
-// (WonLast), then, once none of those is in flight, the others, each kind in the order of their keys on a ring
+// (WonLast), then the others, each kind in the order of their keys on a ring
 // that starts at a place of this instance's own (Start). At a herd's tick
 // every pod has an attempt waiting for each job. With the last winner's
 // attempts first, each job that ran before is tried early by some pod; with
 // each pod going round the ring from its own start, the pods' first batches
 // are mostly different jobs, so that each job is tried early on the first
-// tick too. The others wait for the won-last attempts in flight: at a tick
-// every pod first sends its batch of the jobs it won last, which no other pod
-// sends at the same time, so those rows are taken before the pods' other
-// attempts reach them, and the winners do not wait behind each other's rows.
+// tick too. Won-last attempts go first from the queue, but the others do not
+// wait for those in flight while a slot is free: a won-last attempt may hang
+// on a row another transaction holds, which is its job's problem alone.
 // No pod learns from another, and the lock, not the order, decides who runs.
 type Slots[T any] struct {
 	// Size is how many statements may be in flight at once.
@@ -120,7 +119,7 @@ func New[T any](size, limit, batch int, start uint64) *Slots[T] {
 func (s *Slots[T]) TryAcquire(k Kind) (Grant[T], bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.queued() && s.free(k) {
+	if !s.queued() && s.free() {
 		s.used[k]++
 		return Grant[T]{done: s.doneFor(k)}, true
 	}
@@ -136,7 +135,7 @@ func (s *Slots[T]) TryAcquire(k Kind) (Grant[T], bool) {
 // rider must wait for its leader's word.
 func (s *Slots[T]) Acquire(ctx context.Context, k Kind, v T, key uint64, end, deadline time.Time) (Grant[T], error) {
 	s.mu.Lock()
-	if !s.queued() && s.free(k) {
+	if !s.queued() && s.free() {
 		s.used[k]++
 		s.mu.Unlock()
 		return Grant[T]{done: s.doneFor(k)}, nil
@@ -173,12 +172,11 @@ func (s *Slots[T]) Acquire(ctx context.Context, k Kind, v T, key uint64, end, de
 	return Grant[T]{}, cause
 }
 
-// free reports whether an attempt of kind k may go now: a slot is free, and
-// for an Attempt, no WonLast is in flight. s.mu must be held.
-func (s *Slots[T]) free(k Kind) bool {
+// free reports whether an attempt may go now: a slot is free, and no
+// release or extension waits for one. s.mu must be held.
+func (s *Slots[T]) free() bool {
 	attempts := s.attempts()
-	return attempts < s.Limit && attempts+s.held < s.Size && len(s.heldQ) == 0 &&
-		(k != Attempt || s.used[WonLast] == 0)
+	return attempts < s.Limit && attempts+s.held < s.Size && len(s.heldQ) == 0
 }
 
 // attempts counts the attempts in flight, of every kind. s.mu must be held.
@@ -238,7 +236,7 @@ func (s *Slots[T]) dispatch() {
 // must be held.
 func (s *Slots[T]) next() (*waiter[T], Kind) {
 	for _, k := range [...]Kind{WonLast, Alone, Attempt} {
-		if len(s.waiting[k]) > 0 && s.free(k) {
+		if len(s.waiting[k]) > 0 && s.free() {
 			return s.take(k), k
 		}
 	}
