@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/robfig/cron/v3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -22,7 +21,6 @@ import (
 	"github.com/shedlock-go/shedlock/internal/testkit/etcdcluster"
 	"github.com/shedlock-go/shedlock/internal/testkit/testdb"
 	"github.com/shedlock-go/shedlock/shedlocketcd"
-	"github.com/shedlock-go/shedlock/shedlockredis"
 	"github.com/shedlock-go/shedlock/shedlocktest"
 )
 
@@ -62,17 +60,6 @@ var scheduleStores = []scheduleStore{
 		require.NoError(t, newSQLiteProvider(t, openSQLite(t, file, shedlock.SQLiteDSNParams)).EnsureTable(context.Background()))
 		return func(t *testing.T) shedlock.LockProvider {
 			return newSQLiteProvider(t, openSQLite(t, file, shedlock.SQLiteDSNParams))
-		}
-	}},
-	{name: "Redis", table: func(t *testing.T) func(t *testing.T) shedlock.LockProvider {
-		addr := testdb.RedisAddr(t)
-		env := fmt.Sprintf("schedule_%d", time.Now().UnixNano())
-		return func(t *testing.T) shedlock.LockProvider {
-			client := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 2})
-			t.Cleanup(func() { _ = client.Close() })
-			p, err := shedlockredis.NewProvider(client, shedlockredis.WithEnv(env))
-			require.NoError(t, err)
-			return p
 		}
 	}},
 	// etcd keeps a hold in whole seconds, at least 2s: a run's hold ends the

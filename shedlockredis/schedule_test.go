@@ -28,6 +28,11 @@ type skewedParser struct{ skew time.Duration }
 
 func (p skewedParser) Parse(spec string) (cron.Schedule, error) {
 	s, err := cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor).Parse(spec)
+	if p.skew == 0 {
+		// As parsed: Schedule knows an @every spec, whose fire times are each
+		// instance's own, by its type.
+		return s, err
+	}
 	return skewedSchedule{s, p.skew}, err
 }
 
