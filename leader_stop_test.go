@@ -146,11 +146,7 @@ func TestLeaderStopKeepsTheLeaseWhileJobsWindDown(t *testing.T) {
 	t.Parallel()
 	store := shedlocktest.NewMemoryStore()
 	const lease = 500 * time.Millisecond
-	a := newLeader(t, store.Provider("a"), lease, shedlock.WithRetryPeriod(10*time.Millisecond))
-	b := newLeader(t, store.Provider("b"), lease, shedlock.WithRetryPeriod(10*time.Millisecond))
-	a.Start()
-	waitLeading(t, 5*time.Second, a)
-	b.Start()
+	a, b := leaderAndFollower(t, store, lease)
 	started, overlapped := make(chan struct{}), make(chan bool, 1)
 	job := a.OnlyWhenLeading()(shedlock.JobFunc(func(ctx context.Context) error {
 		close(started)
@@ -258,11 +254,7 @@ func TestLeaderStopPastItsCtxRenewsNoMore(t *testing.T) {
 	t.Parallel()
 	store := shedlocktest.NewMemoryStore()
 	const lease = 300 * time.Millisecond
-	a := newLeader(t, store.Provider("a"), lease, shedlock.WithRetryPeriod(10*time.Millisecond))
-	b := newLeader(t, store.Provider("b"), lease, shedlock.WithRetryPeriod(10*time.Millisecond))
-	a.Start()
-	waitLeading(t, 5*time.Second, a)
-	b.Start()
+	a, b := leaderAndFollower(t, store, lease)
 	started, release, returned := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	job := a.OnlyWhenLeading()(shedlock.JobFunc(func(context.Context) error {
 		close(started)
@@ -285,4 +277,16 @@ func TestLeaderStopPastItsCtxRenewsNoMore(t *testing.T) {
 	if err := a.Stop(context.Background()); err != nil {
 		t.Fatalf("the Stop that finishes the shutdown: %v", err)
 	}
+}
+
+// leaderAndFollower starts a, waits until it leads, then starts b, both on
+// store with lease and a 10 ms retry period.
+func leaderAndFollower(t *testing.T, store *shedlocktest.MemoryStore, lease time.Duration) (a, b *shedlock.Leader) {
+	t.Helper()
+	a = newLeader(t, store.Provider("a"), lease, shedlock.WithRetryPeriod(10*time.Millisecond))
+	b = newLeader(t, store.Provider("b"), lease, shedlock.WithRetryPeriod(10*time.Millisecond))
+	a.Start()
+	waitLeading(t, 5*time.Second, a)
+	b.Start()
+	return a, b
 }
