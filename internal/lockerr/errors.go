@@ -3,7 +3,10 @@
 // each one under its public name, so errors.Is matches the same values.
 package lockerr
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 var (
 	// NotAcquired is shedlock.ErrNotAcquired.
@@ -30,3 +33,7 @@ var DuplicateName = errors.New("shedlock: lock name already registered on this e
 
 // LockChanged is shedlock.ErrLockChanged.
 var LockChanged = errors.New("shedlock: the lock changed since it was read")
+
+// Paused is shedlock.ErrPaused: it wraps NotAcquired, so that code that skips
+// a held lock skips a paused one too.
+var Paused = fmt.Errorf("%w: an operator paused the job", NotAcquired)
