@@ -71,6 +71,9 @@ type LockInfo struct {
 	// TimeLeft is how long the lock stays held by the database's clock; 0 when
 	// it is not held.
 	TimeLeft time.Duration
+	// Control is the job's pause and run-now state, where the store keeps one
+	// (Controller); zero otherwise.
+	Control
 }
 
 // ForceUnlockedBy is what ForceUnlock writes to locked_by. No provider's owner

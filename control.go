@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/shedlock-go/shedlock/internal/control"
 	"github.com/shedlock-go/shedlock/internal/lockerr"
 )
 
@@ -43,14 +44,7 @@ type RunRequester interface {
 	RunDone(ctx context.Context, name string, held Lock) error
 }
 
-// Control is a job's pause and run-now state as the store keeps it; LockInfo
-// carries it.
-type Control struct {
-	// Paused reports whether attempts are refused now, by the store's clock.
-	Paused bool
-	// PausedUntil is when a pause ends; zero while paused until Resume, or
-	// when not paused.
-	PausedUntil time.Time
-	// RunRequests counts the runs asked for and not yet run.
-	RunRequests int64
-}
+// Control is a job's pause and run-now state as the store keeps it: Paused,
+// PausedUntil (zero while paused until Resume) and RunRequests (runs asked for
+// and not yet run). LockInfo carries it.
+type Control = control.Control

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/shedlock-go/shedlock/internal/control"
 	"github.com/shedlock-go/shedlock/internal/lockerr"
 )
 
@@ -22,6 +23,7 @@ type Info struct {
 	LockUntil time.Time
 	Held      bool
 	TimeLeft  time.Duration
+	control.Control
 }
 
 // Row is a row as a store read it: what it reports, and locked_at and
