@@ -10,7 +10,7 @@ import (
 )
 
 // The migrations, in order, by the name of their files.
-var versions = []string{"0001_create_shedlock", "0002_add_fence", "0003_add_last_success"}
+var versions = []string{"0001_create_shedlock", "0002_add_fence", "0003_add_last_success", "0004_add_control"}
 
 func up(v string) string    { return v + ".up.sql" }
 func down(v string) string  { return v + ".down.sql" }

@@ -86,24 +86,39 @@ func (e *Engine) row(ctx context.Context, name string) (Row, error) {
 
 // ScanRows reads the rows of a dialect's lock query, whose columns are name,
 // locked_by, locked_at, lock_until, held and time left, the times as whole
-// c.TimeUnit since 1970 in UTC. It takes a query's results as they come:
+// c.TimeUnit since 1970 in UTC; on a table with ControlColumns, three more:
+// paused (by the database's clock), when that pause ends (milliseconds since
+// 1970, NULL while paused until resumed) and the run requests pending. It
+// takes a query's results as they come:
 // caps.ScanRows(db.QueryContext(ctx, q, args...)).
 func (c Caps) ScanRows(rows *sql.Rows, err error) ([]Row, error) {
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, err
+	}
 	var out []Row
 	for rows.Next() {
 		var r Row
 		var left int64
-		if err := rows.Scan(&r.Name, &r.LockedBy, &r.LockedAtKey, &r.LockUntilKey, &r.Held, &left); err != nil {
+		var until sql.NullInt64
+		dest := []any{&r.Name, &r.LockedBy, &r.LockedAtKey, &r.LockUntilKey, &r.Held, &left}
+		if len(cols) > len(dest) {
+			dest = append(dest, &r.Paused, &until, &r.RunRequests)
+		}
+		if err := rows.Scan(dest...); err != nil {
 			return nil, err
 		}
 		r.LockedAt = c.timeOf(r.LockedAtKey)
 		r.LockUntil = c.timeOf(r.LockUntilKey)
 		if r.Held {
 			r.TimeLeft = time.Duration(left) * c.TimeUnit
+		}
+		if r.Paused && until.Valid {
+			r.PausedUntil = time.UnixMilli(until.Int64).UTC()
 		}
 		out = append(out, r)
 	}

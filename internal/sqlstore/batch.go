@@ -103,7 +103,7 @@ func (e *Engine) TryLockBatch(ctx context.Context, items []BatchItem) ([]BatchRe
 			continue
 		case !grants[k].OK:
 			states[i].seen(now) // the upsert made the row
-			res[i].Err = lockerr.NotAcquired
+			res[i].Err = refused(grants[k])
 			continue
 		}
 		states[i].seen(now)

@@ -117,8 +117,8 @@ func (e *Engine) TryLock(ctx context.Context, name string, mostFor, leastFor tim
 		if g.OK {
 			return e.grant(name, args, g.Fence, now, mostFor, leastFor), nil
 		}
-		if e.caps.Upserts {
-			return nil, lockerr.NotAcquired
+		if e.caps.Upserts || g.Paused {
+			return nil, refused(g)
 		}
 	}
 	g, err := statement(e, ctx, func(ctx context.Context) (Grant, error) { return e.store.Update(ctx, args, mostFor) })
@@ -126,10 +126,19 @@ func (e *Engine) TryLock(ctx context.Context, name string, mostFor, leastFor tim
 		return nil, fmt.Errorf("shedlock: acquire %q: %w", name, err)
 	}
 	if !g.OK {
-		return nil, lockerr.NotAcquired
+		return nil, refused(g)
 	}
 	st.seen(now)
 	return e.grant(name, args, g.Fence, now, mostFor, leastFor), nil
+}
+
+// refused is why an acquiring statement that did not take the lock did not:
+// lockerr.Paused when it found the job paused, else lockerr.NotAcquired.
+func refused(g Grant) error {
+	if g.Paused {
+		return lockerr.Paused
+	}
+	return lockerr.NotAcquired
 }
 
 // nameState is what the engine knows of name's row, checking the name

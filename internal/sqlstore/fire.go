@@ -69,7 +69,7 @@ func (e *Engine) TryLockFire(ctx context.Context, name string, mostFor time.Dura
 		return nil, fmt.Errorf("shedlock: acquire %q: %w", name, err)
 	}
 	if !g.OK {
-		return nil, lockerr.NotAcquired
+		return nil, refused(g)
 	}
 	l := e.grant(name, args, g.Fence, now, mostFor, 0)
 	l.fire, l.fireSet = ms, true

@@ -82,6 +82,10 @@ type Grant struct {
 	// microseconds since 1970. 0 when the table has no fence column (Java
 	// ShedLock's table before migration 0002).
 	Fence int64
+	// Paused: the statement did not take the lock because an operator paused
+	// the job (see ControlStore), as the statement itself found; never set
+	// with OK.
+	Paused bool
 }
 
 // Args are a lock's name and an acquisition's token as statement arguments

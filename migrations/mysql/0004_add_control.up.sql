@@ -1,0 +1,4 @@
+ALTER TABLE shedlock ADD COLUMN paused_at BIGINT NULL,
+  ADD COLUMN paused_until BIGINT NULL,
+  ADD COLUMN runs_requested BIGINT NULL,
+  ADD COLUMN runs_done BIGINT NULL;

@@ -1,0 +1,4 @@
+ALTER TABLE shedlock ADD COLUMN paused_at BIGINT,
+  ADD COLUMN paused_until BIGINT,
+  ADD COLUMN runs_requested BIGINT,
+  ADD COLUMN runs_done BIGINT;

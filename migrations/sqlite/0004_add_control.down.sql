@@ -1,0 +1,4 @@
+ALTER TABLE shedlock DROP COLUMN paused_at;
+ALTER TABLE shedlock DROP COLUMN paused_until;
+ALTER TABLE shedlock DROP COLUMN runs_requested;
+ALTER TABLE shedlock DROP COLUMN runs_done;

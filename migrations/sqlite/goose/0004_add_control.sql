@@ -1,0 +1,11 @@
+-- +goose Up
+ALTER TABLE shedlock ADD COLUMN paused_at BIGINT;
+ALTER TABLE shedlock ADD COLUMN paused_until BIGINT;
+ALTER TABLE shedlock ADD COLUMN runs_requested BIGINT;
+ALTER TABLE shedlock ADD COLUMN runs_done BIGINT;
+
+-- +goose Down
+ALTER TABLE shedlock DROP COLUMN paused_at;
+ALTER TABLE shedlock DROP COLUMN paused_until;
+ALTER TABLE shedlock DROP COLUMN runs_requested;
+ALTER TABLE shedlock DROP COLUMN runs_done;
