@@ -23,7 +23,11 @@ import (
 // The root package imports no driver: import github.com/go-sql-driver/mysql.
 type MySQLProvider struct{ sqlProvider }
 
-var _ Admin = (*MySQLProvider)(nil)
+var (
+	_ Admin        = (*MySQLProvider)(nil)
+	_ Controller   = (*MySQLProvider)(nil)
+	_ RunRequester = (*MySQLProvider)(nil)
+)
 
 // NewMySQLProvider returns a provider on db. It does not touch the database: the
 // server is probed and statements prepared on the first lock attempt, so a

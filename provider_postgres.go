@@ -35,7 +35,11 @@ import (
 // TryLock reports that as ErrNotAcquired, as it is, and nothing was written.
 type PostgresProvider struct{ sqlProvider }
 
-var _ Admin = (*PostgresProvider)(nil)
+var (
+	_ Admin        = (*PostgresProvider)(nil)
+	_ Controller   = (*PostgresProvider)(nil)
+	_ RunRequester = (*PostgresProvider)(nil)
+)
 
 // NewPostgresProvider returns a provider on db. It does not touch the
 // database: the session and table are checked on the first lock attempt, so a

@@ -171,3 +171,62 @@ func (p *sqlProvider) TryLockFire(ctx context.Context, cfg LockConfig, fire time
 func (p *sqlProvider) LastFire(ctx context.Context, name string) (time.Time, bool, error) {
 	return p.engine.LastFire(ctx, name)
 }
+
+// Pause stops the job of this name on every instance until until, or until
+// Resume when until is zero: each acquisition by a provider of this package,
+// TryLock, TryLockBatch and CatchUp's, is refused with ErrPaused, decided by
+// the acquiring statement itself by the database's clock, with no statement
+// more. A run under way goes on, and its lock is extended and released as
+// usual. A name without a row gets one, free. An until that has passed is
+// ErrInvalidConfig. Java ShedLock pods on the table do not honour a pause.
+// A table without the columns of migration 0004 is ErrUnsafeStore, naming
+// it. See [Controller].
+func (p *sqlProvider) Pause(ctx context.Context, name string, until time.Time) error {
+	if err := validName(name); err != nil {
+		return err
+	}
+	return p.engine.Pause(ctx, name, until)
+}
+
+// Resume ends a pause; a name that is not paused is no error. See
+// [Controller].
+func (p *sqlProvider) Resume(ctx context.Context, name string) error {
+	if err := validName(name); err != nil {
+		return err
+	}
+	return p.engine.Resume(ctx, name)
+}
+
+// RunNow asks for one more run of the job and returns how many are asked for
+// and not yet run (see [Controller] and [RunRequester]). A name without a row
+// gets one, free.
+func (p *sqlProvider) RunNow(ctx context.Context, name string) (int64, error) {
+	if err := validName(name); err != nil {
+		return 0, err
+	}
+	return p.engine.RunNow(ctx, name)
+}
+
+// RunRequests returns, for those of names with run requests not yet run, how
+// many there are, with one statement. A table without the columns of
+// migration 0004 has none. See [RunRequester].
+func (p *sqlProvider) RunRequests(ctx context.Context, names []string) (map[string]int64, error) {
+	return p.engine.RunRequests(ctx, names)
+}
+
+// RunDone marks one run request of name run, if one is left, in one
+// statement that counts it only while held, a lock this provider's TryLock
+// or TryLockBatch returned for name, still holds it unexpired; ErrLockLost
+// otherwise. See [RunRequester].
+func (p *sqlProvider) RunDone(ctx context.Context, name string, held Lock) error {
+	l, ok := held.(*sqlstore.Lock)
+	if !ok {
+		return fmt.Errorf("%w: run done for %q: the lock (%T) was not taken by this provider", ErrInvalidConfig, name, held)
+	}
+	return p.engine.RunDone(ctx, name, l)
+}
+
+// validName checks a name an operator gives as a lock's name is checked.
+func validName(name string) error {
+	return LockConfig{Name: name, LockAtMostFor: MinLockAtMostFor}.Validate()
+}

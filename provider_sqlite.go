@@ -31,7 +31,11 @@ const SQLiteDSNParams = "_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_t
 // name "sqlite") or another database/sql SQLite driver yourself.
 type SQLiteProvider struct{ sqlProvider }
 
-var _ Admin = (*SQLiteProvider)(nil)
+var (
+	_ Admin        = (*SQLiteProvider)(nil)
+	_ Controller   = (*SQLiteProvider)(nil)
+	_ RunRequester = (*SQLiteProvider)(nil)
+)
 
 // NewSQLiteProvider returns a provider on db. It does not touch the database; on
 // the first lock attempt it checks the table's columns, prepares its statements,

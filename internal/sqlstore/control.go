@@ -180,3 +180,36 @@ func (e *Engine) RunDone(ctx context.Context, name string, l *Lock) error {
 	}
 	return nil
 }
+
+// ControlRowOwner is what Pause and RunNow write to locked_by when they make
+// the row of a name that has none: the row is free, and no acquisition's
+// token can equal it.
+const ControlRowOwner = "(control)"
+
+// BatchMembers returns a lookup of the members of a batch by the name a
+// statement returned: the member of exactly that name, else the one member
+// whose name differs from it in case alone (the row's stored spelling, which
+// a case-insensitive collation makes the member's). A name it cannot tell is
+// not found: the member's outcome is then ErrNotAcquired rather than
+// ErrPaused, not taken either way.
+func BatchMembers(as []BatchArgs) func(name string) (int, bool) {
+	exact := make(map[string]int, len(as))
+	for i, a := range as {
+		exact[a.Name] = i
+	}
+	return func(name string) (int, bool) {
+		if i, ok := exact[name]; ok {
+			return i, true
+		}
+		found := -1
+		for i, a := range as {
+			if strings.EqualFold(a.Name, name) {
+				if found >= 0 {
+					return 0, false
+				}
+				found = i
+			}
+		}
+		return found, found >= 0
+	}
+}

@@ -30,9 +30,9 @@ func (s *Store) LockRows(ctx context.Context, name string) ([]sqlstore.Row, erro
 		return nil, err
 	}
 	if name == "" {
-		return caps.ScanRows(s.db.QueryContext(ctx, p.sqlOf(allLocksSQL)))
+		return caps.ScanRows(s.db.QueryContext(ctx, p.allLocks))
 	}
-	return caps.ScanRows(s.db.QueryContext(ctx, p.sqlOf(oneLockSQL), name, name))
+	return caps.ScanRows(s.db.QueryContext(ctx, p.oneLock, name, name))
 }
 
 // Clear frees r's row if it still holds the acquisition r read.

@@ -34,16 +34,17 @@ const (
 	batchAcquireSQL = "INSERT INTO {t} (name, lock_until, locked_at, locked_by{fenceCol}) " +
 		"SELECT b.n, TIMESTAMPADD(MICROSECOND, b.u, UTC_TIMESTAMP(3)), UTC_TIMESTAMP(3), b.t{fenceNew} " +
 		"FROM " + batchRows + " ORDER BY b.i " +
-		"ON DUPLICATE KEY UPDATE {fenceSet}locked_by = IF(lock_until <= UTC_TIMESTAMP(3), b.t, locked_by), " +
-		"locked_at = IF(lock_until <= UTC_TIMESTAMP(3), UTC_TIMESTAMP(3), locked_at), " +
-		"lock_until = IF(lock_until <= UTC_TIMESTAMP(3), TIMESTAMPADD(MICROSECOND, b.u, UTC_TIMESTAMP(3)), lock_until)"
+		"ON DUPLICATE KEY UPDATE {fenceSet}locked_by = IF({free}, b.t, locked_by), " +
+		"locked_at = IF({free}, UTC_TIMESTAMP(3), locked_at), " +
+		"lock_until = IF({free}, TIMESTAMPADD(MICROSECOND, b.u, UTC_TIMESTAMP(3)), lock_until)"
 	batchFenceNew = ", " + nowMicros
-	batchFenceSet = "fence = IF(lock_until <= UTC_TIMESTAMP(3), GREATEST(COALESCE(fence, 0) + 1, " + nowMicros + "), fence), "
+	batchFenceSet = "fence = IF({free}, GREATEST(COALESCE(fence, 0) + 1, " + nowMicros + "), fence), "
 	// The read: a row whose locked_by is a token of this batch was taken by
 	// it (tokens are unique), and its fence is that acquisition's. The name is
 	// converted to the column's character set and collation, so that the
-	// primary key finds it.
-	batchOwnedSQL = "SELECT l.locked_by{fenceRet} FROM " + batchRows +
+	// primary key finds it. On a table with the control columns, it also
+	// tells whether each row is paused, and of which name sent.
+	batchOwnedSQL = "SELECT l.locked_by{fenceRet}{pausedRet} FROM " + batchRows +
 		" JOIN {t} AS l ON l.name = CONVERT(b.n USING {charset}) COLLATE {collation}"
 	// Which rows of a batch exist (a consistent read, which waits for no
 	// lock), and which of those no other transaction holds (SKIP LOCKED, on
@@ -76,18 +77,27 @@ const (
 
 // batchTexts returns the batch statements on tbl, the zone pinned by sqlOf;
 // on MariaDB (returning) the upsert returns each row's locked_by (and fence).
+// With the control columns, the upsert takes no paused row, and the rows
+// read tell whether each is paused, and its name: the stored one that
+// RETURNING gives, or the one sent that the read joins on.
 func batchTexts(tbl *tableInfo, sqlOf func(string) string, returning bool) []string {
-	pairs := []string{"{fenceCol}", "", "{fenceNew}", "", "{fenceSet}", "", "{fenceRet}", "",
+	pairs := []string{"{fenceCol}", "", "{fenceNew}", "", "{fenceSet}", "", "{fenceRet}", "", "{pausedRet}", "",
 		"{charset}", tbl.name.charset, "{collation}", tbl.name.collation, "{check}", tbl.nameCheckOf("b.n")}
 	if tbl.fence {
 		pairs[1], pairs[3], pairs[5], pairs[7] = ", fence", batchFenceNew, batchFenceSet, ", l.fence"
 	}
+	if tbl.control {
+		pairs[9] = ", " + pausedSQL + ", b.n"
+	}
 	r := strings.NewReplacer(pairs...)
-	acquire := r.Replace(batchAcquireSQL)
+	acquire := controlReplacer(tbl.control).Replace(r.Replace(batchAcquireSQL))
 	if returning {
 		acquire += " RETURNING locked_by"
 		if tbl.fence {
 			acquire += ", fence"
+		}
+		if tbl.control {
+			acquire += ", " + pausedSQL + ", name"
 		}
 	}
 	return []string{withLockWait(sqlOf(acquire), returning), sqlOf(r.Replace(batchOwnedSQL)), sqlOf(r.Replace(batchNamesSQL)),
@@ -178,20 +188,27 @@ func (s *Store) AcquireBatch(ctx context.Context, as []sqlstore.BatchArgs) ([]sq
 	}
 	defer res.Close()
 	grants := make([]sqlstore.Grant, len(as))
+	member := sqlstore.BatchMembers(as)
 	for res.Next() {
 		// A row of a hand-made table may hold NULLs: it carries no token of
 		// this batch, so it was not taken, as TryLock's upsert leaves it.
-		var by sql.NullString
+		var by, name sql.NullString
 		var fence sql.NullInt64
+		var paused bool
 		dest := []any{&by}
 		if bp.fence {
 			dest = append(dest, &fence)
+		}
+		if bp.control {
+			dest = append(dest, &paused, &name)
 		}
 		if err := res.Scan(dest...); err != nil {
 			return nil, fmt.Errorf("%w: %w", sqlstore.ErrUnread, err)
 		}
 		if i, ours := byToken[by.String]; ours && by.Valid {
 			grants[i] = sqlstore.Grant{OK: true, Fence: fence.Int64}
+		} else if i, ok := member(name.String); paused && ok && !grants[i].OK {
+			grants[i].Paused = true
 		}
 	}
 	if err := res.Err(); err != nil {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/shedlock-go/shedlock/internal/sqlstore"
@@ -21,10 +22,18 @@ const (
 var _ sqlstore.FireStore = (*Store)(nil)
 
 // fireTexts are CatchUp's statements, prepared with the others on a table
-// that has the last_success column.
-func fireTexts(fence bool) []string {
+// that has the last_success column; with the control columns, the
+// acquisition refuses a paused job (see controlFireAcquireSQL).
+func fireTexts(fence, control bool) []string {
 	acquire := fireAcquireSQL
-	if fence {
+	switch {
+	case control:
+		f := ""
+		if fence {
+			f = controlFireFenceSQL
+		}
+		acquire = strings.ReplaceAll(controlFireAcquireSQL, "{fence}", f)
+	case fence:
 		acquire = fencedFireAcquireSQL
 	}
 	return []string{addRowSQL, acquire, fireReleaseSQL, lastFireSQL}
@@ -65,11 +74,15 @@ func (s *Store) AcquireFire(ctx context.Context, a sqlstore.Args, mostFor time.D
 	if err != nil {
 		return sqlstore.Grant{}, conflictOrError(err)
 	}
+	var g sqlstore.Grant
+	if g.Paused, err = pausedGrant(p, res); err != nil || g.Paused {
+		return g, err
+	}
 	n, err := res.RowsAffected()
 	if err != nil || n == 0 {
 		return sqlstore.Grant{}, err
 	}
-	g := sqlstore.Grant{OK: true}
+	g.OK = true
 	if p.fence {
 		if g.Fence, err = res.LastInsertId(); err == nil && g.Fence <= 0 {
 			err = fmt.Errorf("shedlock: the acquiring statement on %s returned no fencing token (LAST_INSERT_ID %d)", s.table, g.Fence)

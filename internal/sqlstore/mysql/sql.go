@@ -27,9 +27,9 @@ const (
 	// held row, left as it was, also reports 1 (see Store.Insert).
 	acquireSQL = "INSERT INTO {t} (name, lock_until, locked_at, locked_by) " +
 		"VALUES (?, TIMESTAMPADD(MICROSECOND, ?, UTC_TIMESTAMP(3)), UTC_TIMESTAMP(3), ?) " +
-		"ON DUPLICATE KEY UPDATE locked_by = IF(lock_until <= UTC_TIMESTAMP(3), ?, locked_by), " +
-		"locked_at = IF(lock_until <= UTC_TIMESTAMP(3), UTC_TIMESTAMP(3), locked_at), " +
-		"lock_until = IF(lock_until <= UTC_TIMESTAMP(3), TIMESTAMPADD(MICROSECOND, ?, UTC_TIMESTAMP(3)), lock_until)"
+		"ON DUPLICATE KEY UPDATE {pauseMark}locked_by = IF({free}, ?, locked_by), " +
+		"locked_at = IF({free}, UTC_TIMESTAMP(3), locked_at), " +
+		"lock_until = IF({free}, TIMESTAMPADD(MICROSECOND, ?, UTC_TIMESTAMP(3)), lock_until)"
 	// With a fence column (migration 0002), the acquisition also writes the
 	// fencing token, and returns it as the statement's LAST_INSERT_ID(expr),
 	// which the server sends back with the count of rows: the larger of the
@@ -41,11 +41,11 @@ const (
 	// it again. Java ShedLock leaves the column as it is; a NULL counts as 0.
 	fencedAcquireSQL = "INSERT INTO {t} (name, lock_until, locked_at, locked_by, fence) " +
 		"VALUES (?, TIMESTAMPADD(MICROSECOND, ?, UTC_TIMESTAMP(3)), UTC_TIMESTAMP(3), ?, LAST_INSERT_ID(" + nowMicros + ")) " +
-		"ON DUPLICATE KEY UPDATE fence = IF(lock_until <= UTC_TIMESTAMP(3), " +
+		"ON DUPLICATE KEY UPDATE {pauseMark}fence = IF({free}, " +
 		"LAST_INSERT_ID(GREATEST(COALESCE(fence, 0) + 1, " + nowMicros + ")), fence), " +
-		"locked_by = IF(lock_until <= UTC_TIMESTAMP(3), ?, locked_by), " +
-		"locked_at = IF(lock_until <= UTC_TIMESTAMP(3), UTC_TIMESTAMP(3), locked_at), " +
-		"lock_until = IF(lock_until <= UTC_TIMESTAMP(3), TIMESTAMPADD(MICROSECOND, ?, UTC_TIMESTAMP(3)), lock_until)"
+		"locked_by = IF({free}, ?, locked_by), " +
+		"locked_at = IF({free}, UTC_TIMESTAMP(3), locked_at), " +
+		"lock_until = IF({free}, TIMESTAMPADD(MICROSECOND, ?, UTC_TIMESTAMP(3)), lock_until)"
 	nowMicros  = "TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))"
 	releaseSQL = "UPDATE {t} SET lock_until = IF(TIMESTAMPADD(MICROSECOND, ?, locked_at) > UTC_TIMESTAMP(3), " +
 		"TIMESTAMPADD(MICROSECOND, ?, locked_at), UTC_TIMESTAMP(3)) WHERE name = ? AND locked_by = ?"
@@ -64,9 +64,9 @@ const (
 	// on the row listed, not on another that compares equal.
 	locksSQL = "SELECT name, locked_by, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', locked_at), " +
 		"TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', lock_until), lock_until > UTC_TIMESTAMP(3), " +
-		"GREATEST(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(3), lock_until), 0) FROM {t}"
-	allLocksSQL  = locksSQL + " ORDER BY name"
-	oneLockSQL   = locksSQL + " WHERE name = ? AND " + exactNameSQL
+		"GREATEST(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(3), lock_until), 0){control} FROM {t}"
+	allLocksTail = " ORDER BY name"
+	oneLockTail  = " WHERE name = ? AND " + exactNameSQL
 	exactNameSQL = "CAST(CONVERT(name USING utf8mb4) AS BINARY) = CAST(? AS BINARY)"
 	// Frees the row if it is still as read (the same locked_by, locked_at and
 	// lock_until: not taken since, nor released) and still held or free as read

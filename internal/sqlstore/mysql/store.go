@@ -39,7 +39,8 @@ type Store struct {
 	tableName string // as WithTableName gave it
 	lockedBy  string
 	setup     *sqlstore.Gate[prepared]
-	batch     *sqlstore.Gate[batchPrepared] // see prepareBatch
+	batch     *sqlstore.Gate[batchPrepared]   // see prepareBatch
+	control   *sqlstore.Gate[controlPrepared] // see prepareControl
 	// countsChanged: an acquisition reported 0 rows, which only a pool that
 	// counts changed rows (no clientFoundRows) does; from then on a 1 is an
 	// insert.
@@ -57,6 +58,10 @@ type prepared struct {
 	batchTexts            []string                 // see batchTexts; prepared by the first batch
 	returning             bool                     // the batch upsert returns its rows (MariaDB)
 	fire                  sqlstore.Prepared        // CatchUp's statements (see fireTexts); nil without last_success
+	control               bool                     // the table has the control columns: acquisitions refuse a pause
+	missingControl        []string                 // the control columns the table lacks
+	runRequests           string                   // see runRequestsSQL; prepared by the first RunRequests
+	allLocks, oneLock     string                   // the lock list's queries, with the control columns where there are
 }
 
 // New returns the store of table on db, for a provider whose owner is lockedBy.
@@ -72,6 +77,7 @@ func New(db *sql.DB, table, lockedBy string) (*Store, error) {
 	s := &Store{db: db, table: quoted, tableName: table, lockedBy: lockedBy}
 	s.setup = sqlstore.NewGate(s.prepare)
 	s.batch = sqlstore.NewGate(s.prepareBatch)
+	s.control = sqlstore.NewGate(s.prepareControl)
 	return s, nil
 }
 
@@ -111,13 +117,14 @@ func (s *Store) prepare(ctx context.Context) (*prepared, error) {
 	if tbl.fence {
 		acquire = fencedAcquireSQL
 	}
+	acquire = controlReplacer(tbl.control).Replace(acquire)
 	stmts, err := sqlstore.Prepare(ctx, s.db, s.table, sqlOf(acquire), sqlOf(releaseSQL), sqlOf(extendSQL))
 	if err != nil {
 		return nil, err
 	}
 	var fire sqlstore.Prepared
 	if tbl.lastSuccess {
-		texts := fireTexts(tbl.fence)
+		texts := fireTexts(tbl.fence, tbl.control)
 		for i, t := range texts {
 			texts[i] = sqlOf(t)
 		}
@@ -126,9 +133,12 @@ func (s *Store) prepare(ctx context.Context) (*prepared, error) {
 			return nil, err
 		}
 	}
+	names := strings.NewReplacer("{charset}", tbl.name.charset, "{collation}", tbl.name.collation)
 	return &prepared{stmts: stmts, owned: sqlOf(ownedSQL), ownedUnexpired: sqlOf(ownedUnexpiredSQL),
 		nameCheck: tbl.nameCheck(), nameCol: tbl.name, sqlOf: sqlOf, fence: tbl.fence,
-		batchTexts: batchTexts(tbl, sqlOf, mariadb), returning: mariadb, fire: fire}, nil
+		batchTexts: batchTexts(tbl, sqlOf, mariadb), returning: mariadb, fire: fire,
+		control: tbl.control, missingControl: tbl.missingControl, runRequests: sqlOf(names.Replace(runRequestsSQL)),
+		allLocks: sqlOf(locksText(tbl.control, allLocksTail)), oneLock: sqlOf(locksText(tbl.control, oneLockTail))}, nil
 }
 
 func (s *Store) exec(ctx context.Context, which int, args ...any) (bool, error) {
@@ -163,15 +173,20 @@ func (s *Store) Insert(ctx context.Context, a sqlstore.Args, mostFor time.Durati
 		return sqlstore.Grant{}, conflictOrError(err)
 	}
 	n, err := res.RowsAffected()
-	var g sqlstore.Grant
-	switch {
-	case err != nil:
+	if err != nil {
 		return sqlstore.Grant{}, err
-	case n == 0:
+	}
+	if n == 0 {
 		s.countsChanged.Store(true)
+	}
+	var g sqlstore.Grant
+	if g.Paused, err = pausedGrant(p, res); err != nil || g.Paused {
+		return g, err
+	}
+	switch {
 	case n == 1 && !s.countsChanged.Load():
 		g.OK, err = s.found(ctx, false, a)
-	default:
+	case n > 0:
 		g.OK = true
 	}
 	if g.OK && p.fence {
@@ -257,5 +272,5 @@ func (p *prepared) nameKey(name string, exact bool, weight sql.NullString) (stri
 // Close releases the prepared statements; the next use prepares them again.
 func (s *Store) Close() error {
 	return errors.Join(s.batch.Reset(func(bp *batchPrepared) error { return bp.stmts.Close() }),
-		s.setup.Reset(func(p *prepared) error { return errors.Join(p.stmts.Close(), p.fire.Close()) }))
+		s.control.Reset(closeControl), s.setup.Reset(func(p *prepared) error { return errors.Join(p.stmts.Close(), p.fire.Close()) }))
 }

@@ -41,6 +41,8 @@ type tableInfo struct {
 	padSpace                  bool // the name collation ignores trailing spaces
 	fence                     bool // the fence column of migration 0002 is there
 	lastSuccess               bool // the last_success column of migration 0003 is there
+	control                   bool // the columns of migration 0004 are there
+	missingControl            []string
 }
 
 // splitTable splits "schema.table"; schema is nil (the connection's database)
@@ -113,6 +115,14 @@ func inspectTable(ctx context.Context, db *sql.DB, table string) (*tableInfo, er
 		}
 		t.lastSuccess = true
 	}
+	for _, name := range sqlstore.ControlColumns {
+		if c, ok := cols[name]; ok && c.dataType != "bigint" {
+			return nil, fmt.Errorf("%w: table %s: column %s, want BIGINT, as migration %s adds it: pause times "+
+				"are milliseconds since 1970, run requests counts", lockerr.UnsafeStore, table, c, sqlstore.ControlMigration)
+		}
+	}
+	t.missingControl = sqlstore.MissingControl(func(c string) bool { _, ok := cols[c]; return ok })
+	t.control = len(t.missingControl) == 0
 	for _, c := range []column{t.lockUntil, t.lockedAt} {
 		if c.precision < 3 {
 			return nil, fmt.Errorf("%w: table %s: column %s keeps whole seconds, so every lock would end up to "+

@@ -139,3 +139,11 @@ func NewCatchUpTable(t testing.TB, db *sql.DB) string {
 	return newTable(t, db, "mysql/0001_create_shedlock.up.sql", "mysql/0002_add_fence.up.sql",
 		"mysql/0003_add_last_success.up.sql")
 }
+
+// NewControlTable is NewCatchUpTable with migration 0004 applied too: the
+// table has the columns of pause and run-now.
+func NewControlTable(t testing.TB, db *sql.DB) string {
+	t.Helper()
+	return newTable(t, db, "mysql/0001_create_shedlock.up.sql", "mysql/0002_add_fence.up.sql",
+		"mysql/0003_add_last_success.up.sql", "mysql/0004_add_control.up.sql")
+}

@@ -129,3 +129,11 @@ func NewCatchUpPostgresTable(t testing.TB, db *sql.DB) string {
 	return newTable(t, db, "postgres/0001_create_shedlock.up.sql", "postgres/0002_add_fence.up.sql",
 		"postgres/0003_add_last_success.up.sql")
 }
+
+// NewControlPostgresTable is NewCatchUpPostgresTable with migration 0004
+// applied too: the table has the columns of pause and run-now.
+func NewControlPostgresTable(t testing.TB, db *sql.DB) string {
+	t.Helper()
+	return newTable(t, db, "postgres/0001_create_shedlock.up.sql", "postgres/0002_add_fence.up.sql",
+		"postgres/0003_add_last_success.up.sql", "postgres/0004_add_control.up.sql")
+}
