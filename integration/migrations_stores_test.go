@@ -42,6 +42,10 @@ type migrationStore struct {
 	want        []string // after 0001: Java ShedLock's table
 	fence       string   // the column 0002 adds, as describe shows it
 	lastSuccess string   // the column 0003 adds
+	control     []string // the columns 0004 adds
+	// javaInsert is Java ShedLock's INSERT into the table, a lock of one
+	// minute on the name given.
+	javaInsert  string
 	tableExists func(t *testing.T, db *sql.DB, table string) bool
 	provider    func(db *sql.DB) (shedlock.LockProvider, error)
 }
@@ -74,6 +78,10 @@ var mysqlMigrations = migrationStore{
 	},
 	fence:       "fence bigint(20) NULL DEFAULT null",
 	lastSuccess: "last_success bigint(20) NULL DEFAULT null",
+	control: []string{"paused_at bigint(20) NULL DEFAULT null", "paused_until bigint(20) NULL DEFAULT null",
+		"runs_requested bigint(20) NULL DEFAULT null", "runs_done bigint(20) NULL DEFAULT null"},
+	javaInsert: "INSERT INTO shedlock (name, lock_until, locked_at, locked_by) " +
+		"VALUES (?, TIMESTAMPADD(MINUTE, 1, UTC_TIMESTAMP(3)), UTC_TIMESTAMP(3), 'java-pod')",
 	tableExists: func(t *testing.T, db *sql.DB, table string) bool {
 		var n int
 		require.NoError(t, db.QueryRow(`SELECT COUNT(*) FROM information_schema.TABLES
@@ -110,6 +118,9 @@ var postgresMigrations = migrationStore{
 	},
 	fence:       "fence bigint",
 	lastSuccess: "last_success bigint",
+	control:     []string{"paused_at bigint", "paused_until bigint", "runs_requested bigint", "runs_done bigint"},
+	javaInsert: "INSERT INTO shedlock (name, lock_until, locked_at, locked_by) " +
+		"VALUES ($1, now() AT TIME ZONE 'UTC' + interval '1 minute', now() AT TIME ZONE 'UTC', 'java-pod')",
 	tableExists: func(t *testing.T, db *sql.DB, table string) bool {
 		var ok bool
 		require.NoError(t, db.QueryRow(`SELECT to_regclass($1) IS NOT NULL`, table).Scan(&ok))
@@ -142,6 +153,9 @@ var sqliteMigrations = migrationStore{
 	},
 	fence:       "fence BIGINT",
 	lastSuccess: "last_success BIGINT",
+	control:     []string{"paused_at BIGINT", "paused_until BIGINT", "runs_requested BIGINT", "runs_done BIGINT"},
+	javaInsert: "INSERT INTO shedlock (name, lock_until, locked_at, locked_by) VALUES " +
+		"(?, strftime('%Y-%m-%d %H:%M:%f', 'now', '+1 minute'), strftime('%Y-%m-%d %H:%M:%f', 'now'), 'java-pod')",
 	tableExists: func(t *testing.T, db *sql.DB, table string) bool {
 		var n int
 		require.NoError(t, db.QueryRow(`SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?`,
@@ -227,15 +241,26 @@ func (s migrationStore) wantFenced() []string {
 	return slices.Insert(out, at, s.fence)
 }
 
-// wantAll is want with the columns of every migration: 0002's fence, then
-// 0003's last_success.
-func (s migrationStore) wantAll() []string {
+// wantCatchUp is want with the columns of 0002 and 0003: fence, then
+// last_success.
+func (s migrationStore) wantCatchUp() []string {
 	out := s.wantFenced()
 	at := len(out)
 	if s.name == "PostgreSQL" {
 		at--
 	}
 	return slices.Insert(out, at, s.lastSuccess)
+}
+
+// wantAll is want with the columns of every migration: 0002's fence, 0003's
+// last_success, then 0004's control columns.
+func (s migrationStore) wantAll() []string {
+	out := s.wantCatchUp()
+	at := len(out)
+	if s.name == "PostgreSQL" {
+		at--
+	}
+	return slices.Insert(out, at, s.control...)
 }
 
 // requireLocks shows that the store's provider, with its default table, takes and

@@ -21,8 +21,9 @@ import (
 const migrationVersions = "shedlock_versions"
 
 // migrationCount is how many migrations each store has: 0001 (Java ShedLock's
-// table), 0002 (the fence column) and 0003 (CatchUp's last_success).
-const migrationCount = 3
+// table), 0002 (the fence column), 0003 (CatchUp's last_success) and 0004
+// (pause and run-now).
+const migrationCount = 4
 
 // migrationTool applies a store's migrations up, or all the way down, on a pool
 // it may close.
@@ -203,7 +204,7 @@ func TestMigrationsLastSuccessStep(t *testing.T) {
 			}
 
 			require.NoError(t, m.Steps(3))
-			assert.Equal(t, s.wantAll(), s.describe(t, db), "last_success at version 3")
+			assert.Equal(t, s.wantCatchUp(), s.describe(t, db), "last_success at version 3")
 			fire := time.Now().Truncate(time.Second)
 			l, err := fireLocker().TryLockFire(ctx, cfg, fire)
 			require.NoError(t, err)
@@ -216,5 +217,87 @@ func TestMigrationsLastSuccessStep(t *testing.T) {
 			require.ErrorContains(t, err, "0003_add_last_success")
 			s.requireLocks(t, newPool, true)
 		})
+	}
+}
+
+// 0004 adds the columns of pause and run-now, up and down with each tool:
+// before it, locks work and Pause fails naming it; after it, a pause made by
+// one provider refuses another's lock, and Java ShedLock's INSERT still
+// works; down to 3, the pause goes with its columns and locks go on.
+func TestMigrationsControlStep(t *testing.T) {
+	t.Parallel()
+	type steps struct {
+		name     string
+		to3, to4 func(t *testing.T, s migrationStore, newPool func() *sql.DB)
+		down4To3 func(t *testing.T, s migrationStore, newPool func() *sql.DB)
+	}
+	ctx := context.Background()
+	tools := []steps{
+		{
+			name: "GolangMigrate",
+			to3: func(t *testing.T, s migrationStore, p func() *sql.DB) {
+				require.NoError(t, newMigrate(t, s, p()).Steps(3))
+			},
+			to4: func(t *testing.T, s migrationStore, p func() *sql.DB) {
+				require.NoError(t, newMigrate(t, s, p()).Steps(1))
+			},
+			down4To3: func(t *testing.T, s migrationStore, p func() *sql.DB) {
+				require.NoError(t, newMigrate(t, s, p()).Steps(-1))
+			},
+		},
+		{
+			name: "Goose",
+			to3: func(t *testing.T, s migrationStore, p func() *sql.DB) {
+				_, err := newGoose(t, s, p()).UpTo(ctx, 3)
+				require.NoError(t, err)
+			},
+			to4: func(t *testing.T, s migrationStore, p func() *sql.DB) {
+				_, err := newGoose(t, s, p()).UpTo(ctx, 4)
+				require.NoError(t, err)
+			},
+			down4To3: func(t *testing.T, s migrationStore, p func() *sql.DB) {
+				_, err := newGoose(t, s, p()).DownTo(ctx, 3)
+				require.NoError(t, err)
+			},
+		},
+	}
+	for _, s := range []migrationStore{mysqlMigrations, postgresMigrations, sqliteMigrations} {
+		for _, tool := range tools {
+			t.Run(tool.name+"/"+s.name, func(t *testing.T) {
+				t.Parallel()
+				newPool := s.open(t)
+				db := newPool()
+				controller := func() shedlock.Controller {
+					p, err := s.provider(newPool())
+					require.NoError(t, err)
+					t.Cleanup(func() { _ = p.(interface{ Close() error }).Close() })
+					return p.(shedlock.Controller)
+				}
+				cfg := shedlock.LockConfig{Name: "paused", LockAtMostFor: time.Minute}
+
+				tool.to3(t, s, newPool)
+				assert.Equal(t, s.wantCatchUp(), s.describe(t, db), "version 3")
+				err := controller().Pause(ctx, "paused", time.Time{})
+				require.ErrorIs(t, err, shedlock.ErrUnsafeStore)
+				require.ErrorContains(t, err, "0004_add_control")
+				s.requireLocks(t, newPool, true)
+
+				tool.to4(t, s, newPool)
+				assert.Equal(t, s.wantAll(), s.describe(t, db), "version 4")
+				require.NoError(t, controller().Pause(ctx, "paused", time.Time{}))
+				_, err = controller().(shedlock.LockProvider).TryLock(ctx, cfg)
+				require.ErrorIs(t, err, shedlock.ErrPaused)
+				_, err = db.ExecContext(ctx, s.javaInsert, "java-job")
+				require.NoError(t, err, "Java ShedLock's INSERT on version 4")
+				s.requireLocks(t, newPool, true)
+
+				tool.down4To3(t, s, newPool)
+				assert.Equal(t, s.wantCatchUp(), s.describe(t, db), "down to version 3")
+				l, err := controller().(shedlock.LockProvider).TryLock(ctx, cfg)
+				require.NoError(t, err, "the pause went with its columns")
+				require.NoError(t, l.Unlock(ctx))
+				s.requireLocks(t, newPool, true)
+			})
+		}
 	}
 }

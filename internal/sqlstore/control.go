@@ -51,16 +51,12 @@ type ControlStore interface {
 
 // NoControl is the error of a ControlStore method on a table without the
 // columns: it names the migration. dir is the store's folder in migrations,
-// missing the columns the table lacks, why says what else the store lacks
-// ("" when nothing).
-func NoControl(table, dir string, missing []string, why string) error {
-	if why != "" {
-		why = "; " + why
-	}
-	return fmt.Errorf("%w: table %s has no column %s, where pause and run-now are kept%s: run migration %s of "+
+// missing the columns the table lacks.
+func NoControl(table, dir string, missing []string) error {
+	return fmt.Errorf("%w: table %s has no column %s, where pause and run-now are kept: run migration %s of "+
 		"migrations/%s (Java ShedLock pods keep working on the table, and do not honour a pause), or make the "+
 		"table with EnsureTable; a provider sees new columns once made anew or closed",
-		lockerr.UnsafeStore, table, strings.Join(missing, ", "), why, ControlMigration, dir)
+		lockerr.UnsafeStore, table, strings.Join(missing, ", "), ControlMigration, dir)
 }
 
 // MissingControl returns which of ControlColumns have is false for.

@@ -107,7 +107,7 @@ func (s *Store) controlled(ctx context.Context) (*prepared, error) {
 		return nil, err
 	}
 	if !p.control {
-		return nil, sqlstore.NoControl(s.tableName, "mysql", p.missingControl, "")
+		return nil, sqlstore.NoControl(s.tableName, "mysql", p.missingControl)
 	}
 	return p, nil
 }

@@ -24,7 +24,11 @@ func (s *Store) sqlOf(ctx context.Context, stmt string) (string, error) {
 	if p.tbl.instant() {
 		now = nowInstant
 	}
-	return strings.NewReplacer("{t}", s.table, "{now}", now).Replace(stmt), nil
+	control := ""
+	if p.tbl.control {
+		control = strings.ReplaceAll(locksControlSQL, "{paused}", pausedOf(""))
+	}
+	return strings.NewReplacer("{t}", s.table, "{now}", now, "{control}", control).Replace(stmt), nil
 }
 
 // Probe runs a statement that needs the table and a session that can write,

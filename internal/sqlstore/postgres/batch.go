@@ -73,9 +73,13 @@ func (s *Store) AcquireBatch(ctx context.Context, as []sqlstore.BatchArgs) ([]sq
 		var oid int64
 		var by string
 		var fence int64
+		var paused bool
 		dest := []any{&oid, &by}
 		if p.tbl.fence {
 			dest = append(dest, &fence)
+		}
+		if p.tbl.control {
+			dest = append(dest, &paused)
 		}
 		if err := rows.Scan(dest...); err != nil {
 			return nil, fmt.Errorf("%w: %w", sqlstore.ErrUnread, err)
@@ -86,7 +90,12 @@ func (s *Store) AcquireBatch(ctx context.Context, as []sqlstore.BatchArgs) ([]sq
 				"table (oid %d) and batch: the connection runs statements in another session than the one "+
 				"that prepared them, as a pooler in transaction mode does", lockerr.UnsafeStore, s.table, oid, by, p.oid)
 		}
-		grants[i] = sqlstore.Grant{OK: true, Fence: fence}
+		switch {
+		case !paused:
+			grants[i] = sqlstore.Grant{OK: true, Fence: fence}
+		case !grants[i].OK: // a row taken and read paused was taken (see controlBatchSQL)
+			grants[i].Paused = true
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, batchError(err)

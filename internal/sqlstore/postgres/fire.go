@@ -46,7 +46,7 @@ func (s *Store) AcquireFire(ctx context.Context, a sqlstore.Args, mostFor time.D
 		return sqlstore.Grant{}, err
 	}
 	row := p.fireRow(ctx, s.db, pgFireAcquire, a.Name, mostFor.Milliseconds(), a.Token, fire)
-	g, err := s.proveRow(p, row, p.tbl.fence, a.Token)
+	g, err := s.proveRow(p, row, p.tbl.fence, p.tbl.control, a.Token)
 	if err != nil && sqlState(err) == "40001" { // serialization_failure
 		return sqlstore.Grant{}, nil
 	}

@@ -30,7 +30,7 @@ const (
 	acquireSQL = "INSERT INTO {t} AS l (name, lock_until, locked_at, locked_by{fenceCol}) " +
 		"VALUES ($1, {nowUp} + $2::bigint * interval '1 millisecond', {now}, $3{fenceNew}) " +
 		"ON CONFLICT (name) DO UPDATE SET lock_until = EXCLUDED.lock_until, " +
-		"locked_at = EXCLUDED.locked_at, locked_by = EXCLUDED.locked_by{fenceSet} WHERE l.lock_until <= {now}{fireCond}" +
+		"locked_at = EXCLUDED.locked_at, locked_by = EXCLUDED.locked_by{fenceSet} WHERE l.lock_until <= {now}{fireCond}{pauseCond}" +
 		proofSQL + "{fenceRet}"
 	// A batch (TryLockBatch) is the same upsert on many rows: the names,
 	// tokens and durations come as three array literals, each one text
@@ -56,15 +56,16 @@ const (
 	// statement in a session a pooler in transaction mode hands on. A wait
 	// that runs out is lock_not_available (55P03), the whole statement rolled
 	// back, and the engine makes the attempts one by one.
-	batchSQL = "WITH b AS (SELECT * FROM unnest($1::text::text[], $2::text::text[], $3::text::bigint[]) AS b(name, token, ms) " +
+	batchSQL     = batchWithSQL + batchInsertSQL
+	batchWithSQL = "WITH b AS (SELECT * FROM unnest($1::text::text[], $2::text::text[], $3::text::bigint[]) AS b(name, token, ms) " +
 		"WHERE set_config('lock_timeout', '" + batchLockWait + "', true) IS NOT NULL), " +
-		"free AS (SELECT f.name FROM {t} AS f JOIN b ON f.name = b.name FOR UPDATE OF f SKIP LOCKED) " +
-		"INSERT INTO {t} AS l (name, lock_until, locked_at, locked_by{fenceCol}) " +
+		"free AS (SELECT f.name FROM {t} AS f JOIN b ON f.name = b.name FOR UPDATE OF f SKIP LOCKED) "
+	batchInsertSQL = "INSERT INTO {t} AS l (name, lock_until, locked_at, locked_by{fenceCol}) " +
 		"SELECT b.name, {nowUp} + b.ms * interval '1 millisecond', {now}, b.token{fenceNew} FROM b " +
 		"WHERE b.name IN (SELECT name FROM free) OR NOT EXISTS (SELECT 1 FROM {t} AS x WHERE x.name = b.name) " +
 		"ORDER BY b.name COLLATE \"C\" " +
 		"ON CONFLICT (name) DO UPDATE SET lock_until = EXCLUDED.lock_until, " +
-		"locked_at = EXCLUDED.locked_at, locked_by = EXCLUDED.locked_by{fenceSet} WHERE l.lock_until <= {now}" +
+		"locked_at = EXCLUDED.locked_at, locked_by = EXCLUDED.locked_by{fenceSet} WHERE l.lock_until <= {now}{pauseCond}" +
 		proofSQL + "{fenceRet}"
 	// The batch statement's wait for a row another transaction is making.
 	// As MariaDB's (see the mysql package): long enough for another
@@ -129,7 +130,9 @@ const (
 )
 
 // statementTexts returns the statements on table, with "now" in the type of
-// time columns that are timestamptz (instant) or timestamp (UTC wall clock).
+// time columns that are timestamptz (instant) or timestamp (UTC wall clock);
+// with control, the acquisitions refuse a paused job and say so (see
+// controlAcquireSQL).
 //
 // Columns with fewer than 6 fractional digits (millis) round what they store
 // to their precision, half a millisecond either way for timestamp(3): a lock
@@ -142,14 +145,18 @@ const (
 // early).
 //
 // With fence, the acquisitions write and return the fencing token too.
-func statementTexts(table string, instant, millis, fence bool) [4]string {
-	r := textReplacer(table, instant, millis, fence, "")
-	return [4]string{r.Replace(acquireSQL), r.Replace(releaseSQL), r.Replace(extendSQL), r.Replace(batchSQL)}
+func statementTexts(table string, instant, millis, fence, control bool) [4]string {
+	r := textReplacer(table, instant, millis, fence, control, "")
+	acquire, batch := acquireSQL, batchSQL
+	if control {
+		acquire, batch = controlAcquireSQL, controlBatchSQL
+	}
+	return [4]string{r.Replace(acquire), r.Replace(releaseSQL), r.Replace(extendSQL), r.Replace(batch)}
 }
 
 // textReplacer fills in a statement's placeholders (see statementTexts);
 // fireCond is the acquisition's further condition, for CatchUp's.
-func textReplacer(table string, instant, millis, fence bool, fireCond string) *strings.Replacer {
+func textReplacer(table string, instant, millis, fence, control bool, fireCond string) *strings.Replacer {
 	now := nowUTC
 	if instant {
 		now = nowInstant
@@ -160,13 +167,18 @@ func textReplacer(table string, instant, millis, fence bool, fireCond string) *s
 			"date_trunc('milliseconds', "+now+" + interval '999 microseconds')"
 	}
 	pairs := []string{"{t}", table, "{now}", now, "{nowUp}", nowUp}
-	for _, f := range [][2]string{{"{fenceCol}", fenceCol}, {"{fenceNew}", fenceNew}, {"{fenceSet}", fenceSet}, {"{fenceRet}", fenceRet}} {
+	for _, f := range [][2]string{{"{fenceCol}", fenceCol}, {"{fenceNew}", fenceNew}, {"{fenceSet}", fenceSet},
+		{"{fenceRet}", fenceRet}, {"{fenceZero}", fenceZero}} {
 		if !fence {
 			f[1] = ""
 		}
 		pairs = append(pairs, f[0], f[1])
 	}
-	pairs = append(pairs, "{fireCond}", fireCond)
+	pauseCond := ""
+	if control {
+		pauseCond = " AND NOT " + pausedOf("l.")
+	}
+	pairs = append(pairs, "{fireCond}", fireCond, "{pauseCond}", pauseCond, "{paused}", pausedOf(""), "{pausedX}", pausedOf("x."))
 	return strings.NewReplacer(pairs...)
 }
 
@@ -193,9 +205,13 @@ const (
 )
 
 // fireTexts are CatchUp's statements on table (see statementTexts).
-func fireTexts(table string, instant, millis, fence bool) [3]string {
-	r := textReplacer(table, instant, millis, fence, fireCondSQL)
-	return [3]string{r.Replace(acquireSQL), r.Replace(fireReleaseSQL), r.Replace(lastFireSQL)}
+func fireTexts(table string, instant, millis, fence, control bool) [3]string {
+	r := textReplacer(table, instant, millis, fence, control, fireCondSQL)
+	acquire := acquireSQL
+	if control {
+		acquire = controlAcquireSQL
+	}
+	return [3]string{r.Replace(acquire), r.Replace(fireReleaseSQL), r.Replace(lastFireSQL)}
 }
 
 // Administration (see Admin). {now} is as above. EXTRACT(EPOCH FROM ...) of a
@@ -206,7 +222,7 @@ func fireTexts(table string, instant, millis, fence bool) [3]string {
 const (
 	locksSQL = "SELECT name, locked_by, (EXTRACT(EPOCH FROM locked_at) * 1000000)::bigint, " +
 		"(EXTRACT(EPOCH FROM lock_until) * 1000000)::bigint, lock_until > {now}, " +
-		"GREATEST(EXTRACT(EPOCH FROM lock_until - {now}) * 1000000, 0)::bigint FROM {t}"
+		"GREATEST(EXTRACT(EPOCH FROM lock_until - {now}) * 1000000, 0)::bigint{control} FROM {t}"
 	allLocksSQL = locksSQL + " ORDER BY name COLLATE \"C\""
 	oneLockSQL  = locksSQL + " WHERE name = $1 AND name COLLATE \"C\" = $1"
 	// Frees the row if it is still as read (the same locked_by, locked_at and

@@ -33,7 +33,8 @@ type Store struct {
 	lockedBy string
 	prepare  bool // prepare the statements: see driverNeedsPrepare
 	setup    *sqlstore.Gate[prepared]
-	batch    *sqlstore.Gate[batchPrepared] // see prepareBatch
+	batch    *sqlstore.Gate[batchPrepared]   // see prepareBatch
+	control  *sqlstore.Gate[controlPrepared] // see prepareControl
 }
 
 // prepared is what the first use finds and prepares.
@@ -70,6 +71,7 @@ func New(db *sql.DB, table, lockedBy string) (*Store, error) {
 	s := &Store{db: db, table: quoted, lockedBy: lockedBy, prepare: driverNeedsPrepare(db)}
 	s.setup = sqlstore.NewGate(s.firstUse)
 	s.batch = sqlstore.NewGate(s.prepareBatch)
+	s.control = sqlstore.NewGate(s.prepareControl)
 	return s, nil
 }
 
@@ -120,7 +122,7 @@ func (s *Store) firstUse(ctx context.Context) (*prepared, error) {
 	if err := tbl.checkLockedBy(s.lockedBy); err != nil {
 		return nil, err
 	}
-	p := &prepared{texts: statementTexts(s.table, tbl.instant(), tbl.millis(), tbl.fence), tbl: tbl}
+	p := &prepared{texts: statementTexts(s.table, tbl.instant(), tbl.millis(), tbl.fence, tbl.control), tbl: tbl}
 	if err := s.db.QueryRowContext(ctx, tableOIDSQL, s.table).Scan(&p.oid); err != nil {
 		return nil, fmt.Errorf("shedlock: read the oid of table %s: %w", s.table, err)
 	}
@@ -128,7 +130,7 @@ func (s *Store) firstUse(ctx context.Context) (*prepared, error) {
 		p.storedName = strings.ReplaceAll(storedNameSQL, "{t}", s.table)
 	}
 	if tbl.lastSuccess {
-		p.fireTexts = fireTexts(s.table, tbl.instant(), tbl.millis(), tbl.fence)
+		p.fireTexts = fireTexts(s.table, tbl.instant(), tbl.millis(), tbl.fence, tbl.control)
 	}
 	if s.prepare {
 		if p.stmts, err = sqlstore.Prepare(ctx, s.db, s.table, p.texts[:pgBatch]...); err != nil {
@@ -174,12 +176,14 @@ func (s *Store) prove(ctx context.Context, which int, token any, args ...any) (s
 	} else {
 		row = s.db.QueryRowContext(ctx, p.texts[which], args...)
 	}
-	return s.proveRow(p, row, which == pgAcquire && p.tbl.fence, token)
+	acquire := which == pgAcquire
+	return s.proveRow(p, row, acquire && p.tbl.fence, acquire && p.tbl.control, token)
 }
 
 // proveRow reads what prove reads from row, the fencing token too when
-// fenced.
-func (s *Store) proveRow(p *prepared, row *sql.Row, fenced bool, token any) (sqlstore.Grant, error) {
+// fenced, and with control whether the row is one the acquisition found
+// paused (see controlAcquireSQL), which proves its table alone.
+func (s *Store) proveRow(p *prepared, row *sql.Row, fenced, control bool, token any) (sqlstore.Grant, error) {
 	var oid int64
 	var by string
 	var g sqlstore.Grant
@@ -187,11 +191,16 @@ func (s *Store) proveRow(p *prepared, row *sql.Row, fenced bool, token any) (sql
 	if fenced {
 		dest = append(dest, &g.Fence)
 	}
+	if control {
+		dest = append(dest, &g.Paused)
+	}
 	switch err := row.Scan(dest...); {
 	case errors.Is(err, sql.ErrNoRows):
 		return sqlstore.Grant{}, nil
 	case err != nil:
 		return sqlstore.Grant{}, readOnly(err)
+	case oid == p.oid && g.Paused:
+		return sqlstore.Grant{Paused: true}, nil
 	case oid != p.oid || by != token:
 		return sqlstore.Grant{}, fmt.Errorf("%w: a lock statement on %s changed a row of table oid %d held by %q, not this "+
 			"table (oid %d) and acquisition: the connection runs statements in another session than the one "+
@@ -284,5 +293,5 @@ func (s *Store) NameKey(ctx context.Context, name string) (string, error) {
 // table again.
 func (s *Store) Close() error {
 	return errors.Join(s.batch.Reset(func(bp *batchPrepared) error { return bp.stmt.Close() }),
-		s.setup.Reset(func(p *prepared) error { return errors.Join(p.stmts.Close(), p.fireStmts.Close()) }))
+		s.control.Reset(closeControl), s.setup.Reset(func(p *prepared) error { return errors.Join(p.stmts.Close(), p.fireStmts.Close()) }))
 }

@@ -79,6 +79,8 @@ type tableInfo struct {
 	lockedBy                  column
 	fence                     bool // the fence column of migration 0002 is there
 	lastSuccess               bool // the last_success column of migration 0003 is there
+	control                   bool // the columns of migration 0004 are there
+	missingControl            []string
 }
 
 // instant reports whether the time columns are timestamptz rather than
@@ -149,6 +151,14 @@ func inspectTable(ctx context.Context, db *sql.DB, table, encoding string) (*tab
 		}
 		t.lastSuccess = true
 	}
+	for _, name := range sqlstore.ControlColumns {
+		if c, ok := cols[name]; ok && c.typ != "int8" {
+			return nil, fmt.Errorf("%w: table %s: column %s, want bigint, as migration %s adds it: pause times "+
+				"are milliseconds since 1970, run requests counts", lockerr.UnsafeStore, table, c, sqlstore.ControlMigration)
+		}
+	}
+	t.missingControl = sqlstore.MissingControl(func(c string) bool { _, ok := cols[c]; return ok })
+	t.control = len(t.missingControl) == 0
 	if t.lockUntil.typ != t.lockedAt.typ {
 		return nil, fmt.Errorf("%w: table %s: columns %s and %s differ; make both timestamp, as Java ShedLock's "+
 			"table has them, or both timestamptz", lockerr.UnsafeStore, table, t.lockUntil, t.lockedAt)

@@ -22,10 +22,14 @@ func (s *Store) Probe(ctx context.Context) error {
 
 // LockRows reads every lock row, or only that of name.
 func (s *Store) LockRows(ctx context.Context, name string) ([]sqlstore.Row, error) {
-	if name == "" {
-		return caps.ScanRows(s.db.QueryContext(ctx, s.sqlOf(allLocksSQL)))
+	p, err := s.setup.Get(ctx)
+	if err != nil {
+		return nil, err
 	}
-	return caps.ScanRows(s.db.QueryContext(ctx, s.sqlOf(oneLockSQL), name))
+	if name == "" {
+		return caps.ScanRows(s.db.QueryContext(ctx, p.allLocks))
+	}
+	return caps.ScanRows(s.db.QueryContext(ctx, p.oneLock, name))
 }
 
 // Clear frees r's row if it still holds the acquisition r read.

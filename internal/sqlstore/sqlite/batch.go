@@ -51,15 +51,26 @@ func (s *Store) AcquireBatch(ctx context.Context, as []sqlstore.BatchArgs) ([]sq
 	}
 	defer res.Close()
 	grants := make([]sqlstore.Grant, len(as))
+	member := sqlstore.BatchMembers(as)
 	for res.Next() {
-		var by string
+		var by, name string
 		var fence int64
+		var paused bool
 		dest := []any{&by}
 		if p.fence {
 			dest = append(dest, &fence)
 		}
+		if p.control != nil {
+			dest = append(dest, &paused, &name)
+		}
 		if err := res.Scan(dest...); err != nil {
 			return nil, err
+		}
+		if paused { // left as it was, held by whoever held it
+			if i, ok := member(name); ok {
+				grants[i].Paused = true
+			}
+			continue
 		}
 		i, ok := byToken[by]
 		if !ok {

@@ -20,10 +20,14 @@ const (
 var _ sqlstore.FireStore = (*Store)(nil)
 
 // fireTexts are CatchUp's statements, prepared with the others on a table
-// that has the last_success column.
-func fireTexts(fence bool) []string {
+// that has the last_success column; with control, the acquisition refuses a
+// paused job (see controlUpdateSQL).
+func fireTexts(fence, control bool) []string {
 	update := fireUpdateSQL
-	if fence {
+	switch {
+	case control:
+		update = controlUpdateText(fence, fireCond)
+	case fence:
 		update = fencedFireUpdateSQL
 	}
 	return []string{addRowSQL, update, fireReleaseSQL, lastFireSQL}
@@ -59,20 +63,11 @@ func (s *Store) AcquireFire(ctx context.Context, a sqlstore.Args, mostFor time.D
 	if err != nil {
 		return sqlstore.Grant{}, err
 	}
-	st := p.fire[fireUpdate]
-	if !p.fence {
-		ok, err := sqlstore.Changed(st.ExecContext(ctx, mostFor.Milliseconds(), a.Token, a.Name, fire))
-		return sqlstore.Grant{OK: ok}, err
+	args := []any{mostFor.Milliseconds(), a.Token, a.Name, fire}
+	if p.fence {
+		args = []any{mostFor.Milliseconds(), a.Token, hostMicros(), a.Name, fire}
 	}
-	var g sqlstore.Grant
-	switch err := st.QueryRowContext(ctx, mostFor.Milliseconds(), a.Token, hostMicros(), a.Name, fire).Scan(&g.Fence); {
-	case errors.Is(err, sql.ErrNoRows):
-		return sqlstore.Grant{}, nil
-	case err != nil:
-		return sqlstore.Grant{}, err
-	}
-	g.OK = true
-	return g, nil
+	return acquireWith(ctx, p.fire[fireUpdate], p.fence, p.control != nil, args)
 }
 
 // ReleaseFire ends the token's lock, keeping it until leastFor after it was

@@ -67,9 +67,9 @@ const (
 	// left are SQLite's view, against its clock.
 	locksSQL = "SELECT name, locked_by, " + lockedAtMillis + ", " + lockUntilMillis + ", " +
 		"lock_until > strftime('%Y-%m-%d %H:%M:%f', 'now'), " +
-		"max(CAST(round((julianday(lock_until) - julianday('now')) * 86400000.0) AS INTEGER), 0) FROM {t}"
-	allLocksSQL = locksSQL + " ORDER BY name"
-	oneLockSQL  = locksSQL + " WHERE name = ?"
+		"max(CAST(round((julianday(lock_until) - julianday('now')) * 86400000.0) AS INTEGER), 0){control} FROM {t}"
+	allLocksTail = " ORDER BY name"
+	oneLockTail  = " WHERE name = ?"
 	// Frees the row if it is still as read (the same locked_by, locked_at and
 	// lock_until: not taken since, nor released) and still held or free as read:
 	// the holder's locked_by is replaced, so that its Unlock and Extend find the

@@ -46,6 +46,13 @@ type prepared struct {
 	fence bool              // the table has the fence column: Insert and Update return it
 	batch bool              // SQLite has RETURNING: stmtBatch is prepared
 	fire  sqlstore.Prepared // CatchUp's statements (see fireTexts); nil without the last_success column
+	// control: the control statements (see controlTexts), where the table has
+	// the control columns and SQLite has RETURNING; the acquisitions then
+	// refuse a pause (see controlUpdateSQL). missingControl: the columns the
+	// table lacks.
+	control           sqlstore.Prepared
+	missingControl    []string
+	allLocks, oneLock string // the lock list's queries, with the control columns where there are
 }
 
 // New returns the store of table on db; log takes the warning about a pool not
@@ -112,30 +119,56 @@ func (s *Store) prepare(ctx context.Context) (*prepared, error) {
 		s.log.WarnContext(ctx, "shedlock: SQLite before 3.35 has no RETURNING: locks on this table carry no "+
 			"fencing token, although it has the fence column", "table", s.tableName)
 	}
-	insert, update := insertSQL, updateSQL
-	if fence {
-		insert, update = fencedInsertSQL, fencedUpdateSQL
-	}
-	texts := []string{s.sqlOf(insert), s.sqlOf(update), s.sqlOf(releaseSQL), s.sqlOf(extendSQL)}
-	if returning {
-		texts = append(texts, s.sqlOf(batchText(fence)))
-	}
-	stmts, err := sqlstore.Prepare(ctx, s.db, s.table, texts...)
+	missing := sqlstore.MissingControl(func(c string) bool { return have[c] })
+	control := len(missing) == 0 && returning
+	pr, err := s.prepareStatements(ctx, fence, returning, control, have[sqlstore.LastSuccessColumn])
 	if err != nil {
 		return nil, err
 	}
-	pr := &prepared{stmts: stmts, fence: fence, batch: returning}
-	if have[sqlstore.LastSuccessColumn] {
-		texts := fireTexts(fence)
-		for i, t := range texts {
-			texts[i] = s.sqlOf(t)
+	pr.missingControl = missing
+	return pr, nil
+}
+
+// prepareStatements prepares the statements for a table with the fence,
+// control and last_success columns or without, on a SQLite with RETURNING
+// or without.
+func (s *Store) prepareStatements(ctx context.Context, fence, returning, control, lastSuccess bool) (*prepared, error) {
+	insert, update, batch := insertSQL, updateSQL, batchText(fence)
+	if fence {
+		insert, update = fencedInsertSQL, fencedUpdateSQL
+	}
+	if control {
+		update, batch = controlUpdateText(fence, ""), controlBatchText(fence)
+	}
+	texts := []string{insert, update, releaseSQL, extendSQL}
+	if returning {
+		texts = append(texts, batch)
+	}
+	pr := &prepared{fence: fence, batch: returning, allLocks: s.sqlOf(locksText(control, allLocksTail)),
+		oneLock: s.sqlOf(locksText(control, oneLockTail))}
+	var err error
+	for _, set := range []struct {
+		dst   *sqlstore.Prepared
+		texts []string
+		want  bool
+	}{{&pr.stmts, texts, true}, {&pr.fire, fireTexts(fence, control), lastSuccess}, {&pr.control, controlTexts(), control}} {
+		if !set.want {
+			continue
 		}
-		if pr.fire, err = sqlstore.Prepare(ctx, s.db, s.table, texts...); err != nil {
-			_ = stmts.Close()
+		for i, t := range set.texts {
+			set.texts[i] = s.sqlOf(t)
+		}
+		if *set.dst, err = sqlstore.Prepare(ctx, s.db, s.table, set.texts...); err != nil {
+			_ = pr.close()
 			return nil, err
 		}
 	}
 	return pr, nil
+}
+
+// close closes every statement prepared.
+func (p *prepared) close() error {
+	return errors.Join(p.stmts.Close(), p.fire.Close(), p.control.Close())
 }
 
 // hasReturning reports whether SQLite has RETURNING (3.35), which fencing
@@ -186,16 +219,32 @@ func (s *Store) acquire(ctx context.Context, which int, args func(fence bool) []
 	if err != nil {
 		return sqlstore.Grant{}, err
 	}
-	if !p.fence {
-		ok, err := sqlstore.Changed(p.stmts[which].ExecContext(ctx, args(false)...))
+	return acquireWith(ctx, p.stmts[which], p.fence, p.control != nil && which == stmtUpdate, args(p.fence))
+}
+
+// acquireWith runs an acquiring statement st, which returns the fencing
+// token where fence, and with control whether it found the row paused (see
+// controlUpdateSQL).
+func acquireWith(ctx context.Context, st *sql.Stmt, fence, control bool, args []any) (sqlstore.Grant, error) {
+	if !fence && !control {
+		ok, err := sqlstore.Changed(st.ExecContext(ctx, args...))
 		return sqlstore.Grant{OK: ok}, err
 	}
 	var g sqlstore.Grant
-	switch err := p.stmts[which].QueryRowContext(ctx, args(true)...).Scan(&g.Fence); {
+	var dest []any
+	if fence {
+		dest = append(dest, &g.Fence)
+	}
+	if control {
+		dest = append(dest, &g.Paused)
+	}
+	switch err := st.QueryRowContext(ctx, args...).Scan(dest...); {
 	case errors.Is(err, sql.ErrNoRows):
 		return sqlstore.Grant{}, nil
 	case err != nil:
 		return sqlstore.Grant{}, err
+	case g.Paused:
+		return sqlstore.Grant{Paused: true}, nil
 	}
 	g.OK = true
 	return g, nil
@@ -246,5 +295,5 @@ func (s *Store) NameKey(ctx context.Context, name string) (string, error) {
 
 // Close releases the prepared statements.
 func (s *Store) Close() error {
-	return s.setup.Reset(func(p *prepared) error { return errors.Join(p.stmts.Close(), p.fire.Close()) })
+	return s.setup.Reset((*prepared).close)
 }
