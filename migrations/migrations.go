@@ -16,9 +16,12 @@
 //	0002_add_fence.down.sql
 //	0003_add_last_success.up.sql
 //	0003_add_last_success.down.sql
+//	0004_add_control.up.sql
+//	0004_add_control.down.sql
 //	goose/0001_create_shedlock.sql  goose reads goose/: up and down in one file,
 //	goose/0002_add_fence.sql        marked -- +goose Up and -- +goose Down
 //	goose/0003_add_last_success.sql
+//	goose/0004_add_control.sql
 //
 // Give goose the goose folder, never the root: there it would read the .up.sql and
 // .down.sql files as two migrations of each version and refuse them. A new store is a
@@ -38,10 +41,22 @@
 //     releases the run's lock. Jobs without CatchUp never read or write it,
 //     and Java ShedLock pods keep working on the table; a table without it
 //     refuses CatchUp jobs only, with an error that names this migration.
+//   - 0004 adds four BIGINT columns (NULL allowed), where an operator's pause
+//     and run-now requests are kept (shedlock.Controller): paused_at and
+//     paused_until (milliseconds since 1970 by the database's clock; a NULL
+//     paused_until is a pause until resumed), runs_requested and runs_done
+//     (counts that only grow; their difference is the runs pending). A
+//     provider's acquiring statement refuses a paused job itself, with no
+//     statement more. Java ShedLock pods keep working on the table (their
+//     INSERT names none of the columns) but do not honour a pause. MySQL and
+//     PostgreSQL add the four columns in one ALTER TABLE, SQLite in four. A
+//     table without them keeps working as before, and pause and run-now
+//     fail with an error that names this migration.
 //
-// A provider looks for the fence column when it first uses the table: one that
+// A provider looks for the columns when it first uses the table: one that
 // started before 0002 ran goes on without tokens until it is made anew or closed
-// (Close; its next lock checks the table again). Stay at version 1 for a table
+// (Close; its next lock checks the table again), and one that started before
+// 0004 ran does not honour a pause until then. Stay at version 1 for a table
 // that must keep Java ShedLock's exact columns; locks then carry no token.
 //
 // # golang-migrate
@@ -98,7 +113,7 @@
 //
 // or copy the statements into a migration of the service's own with the name
 // changed, and pass that name to WithTableName. EnsureTable creates a missing
-// table only: it does not add the fence column to a table that exists.
+// table only: it does not add later migrations' columns to a table that exists.
 package migrations
 
 import (

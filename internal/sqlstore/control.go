@@ -53,7 +53,7 @@ type ControlStore interface {
 // columns: it names the migration. dir is the store's folder in migrations,
 // missing the columns the table lacks.
 func NoControl(table, dir string, missing []string) error {
-	return fmt.Errorf("%w: table %s has no column %s, where pause and run-now are kept: run migration %s of "+
+	return fmt.Errorf("%w: table %s lacks %s, the columns where pause and run-now are kept: run migration %s of "+
 		"migrations/%s (Java ShedLock pods keep working on the table, and do not honour a pause), or make the "+
 		"table with EnsureTable; a provider sees new columns once made anew or closed",
 		lockerr.UnsafeStore, table, strings.Join(missing, ", "), ControlMigration, dir)

@@ -35,6 +35,7 @@ type fakeStore struct {
 	noBatch   bool
 	nameKeys  int
 	failing   map[string]error // names whose Insert fails with the error
+	paused    map[string]bool  // names an operator paused: their existing rows are refused, Grant.Paused
 
 	// admin: the one row "job", whose locked_by is "pod-<holder>"; it changes
 	// hands before each of the first moves Clears.
@@ -64,8 +65,8 @@ func (s *fakeStore) Insert(_ context.Context, a Args, _ time.Duration) (Grant, e
 	if err := s.failing[name]; err != nil {
 		return Grant{}, err
 	}
-	if held, ok := s.rows[name]; ok && (!s.upserts || held != "") {
-		return Grant{}, nil
+	if held, ok := s.rows[name]; ok && (!s.upserts || held != "" || s.paused[name]) {
+		return Grant{Paused: s.upserts && s.paused[name]}, nil
 	}
 	s.rows[name] = token
 	s.fence++
@@ -78,8 +79,8 @@ func (s *fakeStore) Update(_ context.Context, a Args, _ time.Duration) (Grant, e
 	defer s.mu.Unlock()
 	s.sent++
 	s.updates++
-	if held, ok := s.rows[name]; !ok || held != "" {
-		return Grant{}, nil
+	if held, ok := s.rows[name]; !ok || held != "" || s.paused[name] {
+		return Grant{Paused: ok && s.paused[name]}, nil
 	}
 	s.rows[name] = token
 	s.fence++
@@ -149,6 +150,10 @@ func (s *fakeStore) AcquireBatch(_ context.Context, as []BatchArgs) ([]Grant, er
 	grants := make([]Grant, len(as))
 	for i, a := range as {
 		names[i] = a.Name
+		if _, ok := s.rows[a.Name]; ok && s.paused[a.Name] {
+			grants[i].Paused = true
+			continue
+		}
 		if s.rows[a.Name] != "" {
 			continue
 		}
