@@ -294,3 +294,43 @@ func TestControlJavaStatementsOnTheMigratedTable(t *testing.T) {
 		assert.True(t, info.Paused)
 	})
 }
+
+// CatchUp's acquisition refuses a paused job too, in its own statement, and
+// its fire time runs once resumed; a held lock is ErrNotAcquired alone.
+func TestControlPauseRefusesCatchUp(t *testing.T) {
+	t.Parallel()
+	eachControlDialect(t, true, func(t *testing.T, c controlTable) {
+		ctx := context.Background()
+		a, b := c.newProvider(t), c.newProvider(t)
+		fa, fb := a.(shedlock.FireLocker), b.(shedlock.FireLocker)
+		fire := time.Now().Truncate(time.Second)
+		l, err := fa.TryLockFire(ctx, lockFor("nightly", time.Minute), fire)
+		require.NoError(t, err)
+		_, err = fb.TryLockFire(ctx, lockFor("nightly", time.Minute), fire.Add(time.Second))
+		requireHeldNotPaused(t, err, "held")
+		require.NoError(t, b.Pause(ctx, "nightly", time.Time{}))
+		_, err = fb.TryLockFire(ctx, lockFor("nightly", time.Minute), fire.Add(time.Second))
+		requirePaused(t, err, "held and paused")
+		require.NoError(t, l.UnlockSucceeded(ctx, 0), "the run under way records its fire time")
+		for _, f := range []shedlock.FireLocker{fa, fb} {
+			_, err = f.TryLockFire(ctx, lockFor("nightly", time.Minute), fire.Add(time.Second))
+			requirePaused(t, err, "free and paused")
+		}
+		require.NoError(t, b.Pause(ctx, "new-nightly", time.Time{}))
+		_, err = fa.TryLockFire(ctx, lockFor("new-nightly", time.Minute), fire)
+		requirePaused(t, err, "a name the provider never saw, paused before its first run")
+
+		require.NoError(t, a.Resume(ctx, "nightly"))
+		l, err = fb.TryLockFire(ctx, lockFor("nightly", time.Minute), fire.Add(time.Second))
+		require.NoError(t, err, "resumed")
+		_, fenced := shedlock.FenceOf(l)
+		assert.True(t, fenced, "a fencing token")
+		require.NoError(t, l.UnlockSucceeded(ctx, 0))
+		_, err = fa.TryLockFire(ctx, lockFor("nightly", time.Minute), fire.Add(time.Second))
+		requireHeldNotPaused(t, err, "a fire time done is not taken again, and is not a pause")
+		last, ok, err := fa.LastFire(ctx, "nightly")
+		require.NoError(t, err)
+		require.True(t, ok)
+		assert.Equal(t, fire.Add(time.Second).UnixMilli(), last.UnixMilli())
+	})
+}
