@@ -45,8 +45,9 @@ func newSQLiteCycleBench(b *testing.B) *cycleBench {
 	}
 	b.Cleanup(func() { _ = acquire.Close(); _ = release.Close() })
 	var fence int64
+	var paused bool
 	return newCycleBench(b, p, floorCycle(
-		queryStep(acquire.QueryRowContext, []any{benchMostFor.Milliseconds(), owner, int64(0), "floor"}, &fence),
+		queryStep(acquire.QueryRowContext, []any{benchMostFor.Milliseconds(), owner, int64(0), "floor"}, &fence, &paused),
 		execStep(release.ExecContext, []any{int64(0), "floor", owner}, false)))
 }
 

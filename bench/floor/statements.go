@@ -26,14 +26,22 @@ const (
 
 // SQLite's steady-state acquire (which writes the fencing token and returns
 // it: one row when it took the lock) and release; {t} is the quoted table,
-// which has the fence column. The acquire's arguments are LockAtMostFor in
+// which has every migration's columns, as EnsureTable makes it: the acquire
+// matches a paused row too and leaves it as it is (migration 0004), and
+// returns whether it was paused. Its arguments are LockAtMostFor in
 // milliseconds, owner, the host's clock in microseconds (the least token) and
 // name.
 const (
-	SQLiteAcquire = "UPDATE {t} SET lock_until = strftime('%Y-%m-%d %H:%M:%f', julianday('now') + ? / 86400000.0), " +
-		"locked_at = strftime('%Y-%m-%d %H:%M:%f', 'now'), locked_by = ?, " +
-		"fence = max(coalesce(fence, 0) + 1, CAST(round((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000, ?) " +
-		"WHERE name = ? AND lock_until <= strftime('%Y-%m-%d %H:%M:%f', 'now') RETURNING fence"
+	SQLiteAcquire = "UPDATE {t} SET lock_until = CASE WHEN " + sqlitePaused + " THEN lock_until ELSE " +
+		"strftime('%Y-%m-%d %H:%M:%f', julianday('now') + ? / 86400000.0) END, " +
+		"locked_at = CASE WHEN " + sqlitePaused + " THEN locked_at ELSE strftime('%Y-%m-%d %H:%M:%f', 'now') END, " +
+		"locked_by = CASE WHEN " + sqlitePaused + " THEN locked_by ELSE ? END, " +
+		"fence = CASE WHEN " + sqlitePaused + " THEN fence ELSE max(coalesce(fence, 0) + 1, " +
+		"CAST(round((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000, ?) END " +
+		"WHERE name = ? AND (" + sqlitePaused + " OR (lock_until <= strftime('%Y-%m-%d %H:%M:%f', 'now'))) " +
+		"RETURNING coalesce(fence, 0), " + sqlitePaused
+	sqlitePaused = "(paused_at IS NOT NULL AND (paused_until IS NULL OR paused_until > " +
+		"CAST(round((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER)))"
 	SQLiteRelease = "UPDATE {t} SET lock_until = max(strftime('%Y-%m-%d %H:%M:%f', julianday(locked_at) + ? / 86400000.0), " +
 		"strftime('%Y-%m-%d %H:%M:%f', 'now')) WHERE name = ? AND locked_by = ?"
 )
