@@ -53,19 +53,11 @@ const checkHorizon = 366 * 24 * time.Hour
 // start runs the checker until the executor stops or the entry leaves c.
 func (cj *catchUpJob) start() {
 	e := cj.j.e
-	e.mu.Lock()
-	if e.stopped {
-		e.mu.Unlock()
+	if !e.beginLive() {
 		return
 	}
-	e.live++
-	e.mu.Unlock()
 	go func() {
-		defer func() {
-			e.mu.Lock()
-			defer e.mu.Unlock()
-			e.endLiveLocked()
-		}()
+		defer e.endLive()
 		cj.loop()
 	}()
 }

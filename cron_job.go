@@ -99,10 +99,7 @@ func (e *Executor) register(cfg LockConfig) error {
 	if err != nil {
 		return err
 	}
-	e.freeRemoved(cfg.Name, storeKey)
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.registerLocked(cfg.Name, storeKey)
+	return e.reg.register(cfg.Name, storeKey)
 }
 
 func (e *Executor) lockedJob(cfg LockConfig, j cron.Job, o jobOptions) cron.Job {

@@ -3,6 +3,7 @@ package shedlock
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 )
 
@@ -12,6 +13,7 @@ type fixedDelayLoop struct {
 	delay time.Duration
 	task  func(context.Context) error
 	opts  jobOptions
+	next  atomic.Int64 // when the next run is due, in Unix nanoseconds; 0 before Start
 }
 
 // FixedDelay registers a task to run under cfg's lock in a loop: run, wait delay
@@ -48,12 +50,16 @@ func (e *Executor) FixedDelay(cfg LockConfig, delay time.Duration, task func(ctx
 		return fmt.Errorf("%w: lock %q: FixedDelay needs a delay > 0, got %v", ErrInvalidJob, cfg.Name, delay)
 	}
 	l := &fixedDelayLoop{cfg: cfg, delay: delay, task: task, opts: o}
-	e.freeRemoved(cfg.Name, storeKey)
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if err := e.registerLocked(cfg.Name, storeKey); err != nil {
+	if err := e.reg.register(cfg.Name, storeKey); err != nil {
 		return err
 	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.stopped { // Stop came after the name was registered
+		e.reg.unregister(cfg.Name)
+		return fmt.Errorf("%w: lock %q: registered after Stop", ErrStopped, cfg.Name)
+	}
+	e.reg.recordLoop(cfg.Name, l)
 	e.loops = append(e.loops, l)
 	if e.started {
 		e.startLocked(l)
@@ -100,13 +106,11 @@ func (e *Executor) checkJob(cfg LockConfig) (string, error) {
 func (e *Executor) startLocked(l *fixedDelayLoop) {
 	e.live++
 	go func() {
-		defer func() {
-			e.mu.Lock()
-			defer e.mu.Unlock()
-			e.endLiveLocked()
-		}()
+		defer e.endLive()
 		for {
+			l.next.Store(time.Now().UnixNano())
 			e.runOnce(l)
+			l.next.Store(time.Now().Add(l.delay).UnixNano())
 			t := time.NewTimer(l.delay)
 			select {
 			case <-e.base.Done():
@@ -127,4 +131,34 @@ func (e *Executor) runOnce(l *fixedDelayLoop) {
 		_, _ = e.run(e.base, l.cfg, l.task, l.opts) // run logs what fails
 	}()
 	<-done
+}
+
+// notStartedWarnAfter is how long fixed-delay loops may wait for Start before
+// a warning says they have not run. Services call Start right after
+// registering; a minute leaves room for a slow startup between the two.
+const notStartedWarnAfter = time.Minute
+
+// warnNotStarted logs, once, the fixed-delay loops that have not started:
+// without Start they never run, and nothing else would say so before Stop.
+func (e *Executor) warnNotStarted() {
+	e.mu.Lock()
+	if e.started || e.stopped {
+		e.mu.Unlock()
+		return
+	}
+	names := make([]string, len(e.loops))
+	for i, l := range e.loops {
+		names[i] = l.cfg.Name
+	}
+	e.mu.Unlock()
+	e.log.Warn("shedlock: fixed-delay jobs registered but never started: they run only after Executor.Start",
+		"jobs", names, "registered_for", e.notStartedAfter)
+}
+
+// stopNotStartedLocked cancels the warning: Start or Stop was called. e.mu
+// must be held.
+func (e *Executor) stopNotStartedLocked() {
+	if e.notStarted != nil {
+		e.notStarted.Stop()
+	}
 }

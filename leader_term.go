@@ -7,22 +7,17 @@ import (
 	"time"
 )
 
-// term is one taking of the lease: from TryLock until the leadership's
-// context ends. Its fields after ctx are guarded by the leader's mu.
+// term is one taking of the lease, from TryLock until the leadership's
+// context ends: a hold that the campaign renews, with no task. What makes it
+// a term rather than a run is only how it is reported: its number, token
+// and start. The hold is the leadership's context.
 type term struct {
 	l      *Leader
 	id     RunID
-	lock   Lock
+	hold   *hold
 	fence  int64
 	fenced bool
 	begun  time.Time
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-
-	until   time.Time   // when ctx ends unless renewed: a margin before the store's end
-	timer   *time.Timer // fires at until
-	ended   bool
-	lastErr error // the last renewal's failure, for the cause if time runs out
 }
 
 // loop campaigns while following and renews while leading, until Stop.
@@ -45,7 +40,7 @@ func (l *Leader) loop() {
 		l.mu.Unlock()
 		var wait time.Duration
 		if cur != nil {
-			wait = l.renew(cur)
+			wait = l.renew(l.loopCtx, cur.hold)
 		} else {
 			wait = l.campaign()
 		}
@@ -73,119 +68,91 @@ func (l *Leader) campaign() time.Duration {
 	return l.opts.retry
 }
 
-// begin starts a term on lock, taken with a TryLock sent at sent; after Stop,
-// or too late to act on, it only keeps the lock for Stop to release.
+// begin holds lock, taken with a TryLock sent at sent, and starts a term on
+// it; after Stop, or too late to act on, the hold only keeps the lock for
+// Stop to release.
 func (l *Leader) begin(lock Lock, sent time.Time) {
-	until := lockEnd(sent, l.cfg.LockAtMostFor)
+	h := newHold(context.Background(), l.cfg, lock, sent, true, RunID{}, l.hooks)
+	until := h.until()
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.held, l.heldAt = lock, sent
+	l.hold = h
 	if l.stopped || !time.Now().Before(until) {
+		l.mu.Unlock()
 		return
 	}
-	t := &term{l: l, id: l.seq.next(), lock: lock, begun: time.Now(), until: until}
+	t := &term{l: l, id: l.seq.next(), hold: h, begun: time.Now()}
 	t.fence, t.fenced = FenceOf(lock)
-	ctx, cancel := context.WithCancelCause(context.Background())
-	t.ctx, t.cancel = context.WithValue(ctx, lockKey{}, leaderLock{t}), cancel
+	h.view, h.run = leaderLock{t}, t.id
 	l.term = t
 	// Gained goes out before anything that could end the term.
 	l.emit(Event{Kind: EventLeadershipGained, Run: t.id, Until: until, Fence: t.fence, Duration: t.begun.Sub(sent)})
-	t.timer = time.AfterFunc(time.Until(until), t.expire)
+	l.mu.Unlock()
+	h.watch() // after l.mu: a hold's end takes l.mu under the hold's lock
 	l.opts.log.Info("shedlock: leading", "leader", l.cfg.Name, "fence", t.fence, "until", until)
 }
 
-// renew extends the term's lease once, and returns how long to wait before
-// the next step. A refusal ends the term; another failure is retried while
-// the term has time left.
-func (l *Leader) renew(t *term) time.Duration {
-	l.mu.Lock()
-	until := t.until
-	l.mu.Unlock()
-	sent := time.Now()
-	ctx, cancel := context.WithDeadline(l.loopCtx, attemptDeadline(sent, until))
-	err := t.lock.Extend(ctx, l.cfg.LockAtMostFor, 0)
-	cancel()
+// renew extends the hold once, within ctx, and returns how long to wait
+// before the next renewal: the renew period, or after a failure the retry
+// period (at most the renew period) while the hold has time left. A refusal
+// ends the hold (holdEnded).
+func (l *Leader) renew(ctx context.Context, h *hold) time.Duration {
+	err := h.renew(ctx)
 	switch {
 	case err == nil:
-		l.mu.Lock()
-		if !t.ended {
-			t.until, t.lastErr = lockEnd(sent, l.cfg.LockAtMostFor), nil
-			l.heldAt = sent
-			t.timer.Reset(time.Until(t.until))
-		}
-		l.mu.Unlock()
 		return l.opts.renew
-	case errors.Is(err, ErrLockLost):
-		l.mu.Lock()
-		l.held = nil // someone else's now: nothing for Stop to release
-		l.mu.Unlock()
-		t.end(fmt.Errorf("leader %q: renewal refused: %w", l.cfg.Name, err))
-		return l.opts.retry
-	case l.loopCtx.Err() != nil:
+	case errors.Is(err, ErrLockLost), ctx.Err() != nil:
 		return l.opts.retry
 	}
-	l.mu.Lock()
-	t.lastErr = err
-	l.mu.Unlock()
 	wait := min(l.opts.retry, l.opts.renew)
-	l.opts.log.Warn("shedlock: leader could not renew its lease; retrying while it has time",
+	l.opts.log.WarnContext(ctx, "shedlock: leader could not renew its lease; retrying while it has time",
 		"leader", l.cfg.Name, "retry_in", wait, "error", err)
 	return wait
 }
 
-// deadline is when the term's context ends unless the lease is renewed.
-func (t *term) deadline() time.Time {
-	t.l.mu.Lock()
-	defer t.l.mu.Unlock()
-	return t.until
-}
-
-// expire ends the term once its end has come; the timer, firing early for a
-// deadline moved since it was set, re-arms instead.
-func (t *term) expire() {
-	t.l.mu.Lock()
-	defer t.l.mu.Unlock()
-	if t.ended {
+// holdEnded hears that the lease ended (refused, or run out unrenewed). A
+// term under way ends with it; after Stop ended the term, a loss while Stop
+// waits for jobs is its outcome, since a follower may have led beside them.
+// The hold's lock is held: this takes l.mu under it.
+func (l *Leader) holdEnded(h *hold, _ EventKind, cause error, _ bool) {
+	l.mu.Lock()
+	t := l.term
+	if t == nil || t.hold != h {
+		if !l.stopWaits { // a Stop whose ctx ended said the lease would run out
+			l.mu.Unlock()
+			return
+		}
+		l.stopLost = fmt.Errorf("shedlock: leader %q: the lease was lost while Stop waited for jobs: %w", l.cfg.Name, cause)
+		l.mu.Unlock()
+		l.opts.log.Warn("shedlock: leader lost its lease while Stop waited for jobs; another may lead beside them",
+			"leader", l.cfg.Name, "error", cause)
 		return
 	}
-	if wait := time.Until(t.until); wait > 0 {
-		t.timer.Reset(wait)
-		return
-	}
-	cause := fmt.Errorf("%w: leader %q: the lease could not be renewed before its end", ErrLockLost, t.l.cfg.Name)
-	if t.lastErr != nil {
-		cause = fmt.Errorf("%w: %w", cause, t.lastErr)
-	}
-	t.endLocked(cause)
-}
-
-// end ends the term with cause, once.
-func (t *term) end(cause error) {
-	t.l.mu.Lock()
-	defer t.l.mu.Unlock()
-	t.endLocked(cause)
-}
-
-// endLocked ends the term: the event goes out before the context ends, so
-// that no listener sees what the context's end caused before the loss.
-// The leader's mu must be held.
-func (t *term) endLocked(cause error) {
-	if t.ended {
-		return
-	}
-	l := t.l
-	t.ended = true
-	t.timer.Stop()
-	if l.term == t {
-		l.term = nil
-	}
+	l.term = nil
 	l.emit(Event{Kind: EventLeadershipLost, Run: t.id, Err: cause, Fence: t.fence, Duration: time.Since(t.begun)})
-	t.cancel(cause)
-	if errors.Is(cause, ErrStopped) {
-		l.opts.log.Info("shedlock: leadership given up", "leader", l.cfg.Name, "fence", t.fence)
-	} else {
-		l.opts.log.Warn("shedlock: leadership lost", "leader", l.cfg.Name, "fence", t.fence, "error", cause)
+	l.mu.Unlock()
+	l.opts.log.Warn("shedlock: leadership lost", "leader", l.cfg.Name, "fence", t.fence, "error", cause)
+	l.wakeLoop()
+}
+
+// endCurrent ends the current term, if any, with cause (Stop's): its
+// context ends, while its hold keeps the lock for Stop to renew and release.
+func (l *Leader) endCurrent(cause error) {
+	l.mu.Lock()
+	t := l.term
+	l.term = nil
+	if t != nil {
+		l.emit(Event{Kind: EventLeadershipLost, Run: t.id, Err: cause, Fence: t.fence, Duration: time.Since(t.begun)})
 	}
+	l.mu.Unlock()
+	if t == nil {
+		return
+	}
+	t.hold.stop(cause)
+	l.opts.log.Info("shedlock: leadership given up", "leader", l.cfg.Name, "fence", t.fence)
+	l.wakeLoop()
+}
+
+func (l *Leader) wakeLoop() {
 	select {
 	case l.wake <- struct{}{}:
 	default:
@@ -222,8 +189,8 @@ func (ll leaderLock) Fence() (int64, bool) { return ll.t.fence, ll.t.fenced }
 
 // CheckHeld reports the term's end, as a loss of the lease.
 func (ll leaderLock) CheckHeld() error {
-	if ll.t.ctx.Err() == nil {
+	if ll.t.hold.Err() == nil {
 		return nil
 	}
-	return fmt.Errorf("%w: leader %q: the term has ended: %w", ErrLockLost, ll.t.l.cfg.Name, context.Cause(ll.t.ctx))
+	return fmt.Errorf("%w: leader %q: the term has ended: %w", ErrLockLost, ll.t.l.cfg.Name, context.Cause(ll.t.hold))
 }

@@ -112,17 +112,14 @@ func (e *Executor) runFire(ctx context.Context, cfg LockConfig, task func(ctx co
 		r.emit(r.acquired(lockEnd(r.start, cfg.LockAtMostFor)), r.start)
 		return false, errors.Join(ErrStopped, r.release(lock, false))
 	}
-	return true, r.hold(lock, task, o.keepAlive)
+	return true, r.runHeld(lock, task, o.keepAlive)
 }
 
 // skipLate reports an attempt of a Schedule'd job made too late for a hold
 // that ends before its next fire time (see scheduledJob.config): skipped as
 // SkipLate, as an attempt past its window is, with no statement sent.
 func (e *Executor) skipLate(ctx context.Context, cfg LockConfig) {
-	e.mu.Lock()
-	stopped := e.stopped
-	e.mu.Unlock()
-	if stopped {
+	if e.base.Err() != nil {
 		return // runs nothing, and reports nothing, as run after Stop
 	}
 	r := &run{e: e, ctx: ctx, cfg: cfg, start: time.Now()}
@@ -175,11 +172,14 @@ func (r *run) skip(why SkipReason, msg string) error {
 // errGoexit stands for the error of a task that called runtime.Goexit.
 var errGoexit = errors.New("shedlock: task called runtime.Goexit")
 
-// hold runs the task on a lease of lock, then releases the lock, even when
+// runHeld runs the task on a hold of lock, then releases the lock, even when
 // the task panics or calls runtime.Goexit.
-func (r *run) hold(lock Lock, task func(ctx context.Context) error, keepAlive bool) error {
-	l := newLease(r.ctx, r.cfg, lock, r.start, keepAlive, r.id, r.e.hooks)
-	r.e.addLease(l)
+func (r *run) runHeld(lock Lock, task func(ctx context.Context) error, keepAlive bool) error {
+	l := newHold(r.ctx, r.cfg, lock, r.start, keepAlive, r.id, r.e.hooks)
+	// Acquired goes out before anything that could extend or end the hold.
+	r.emit(r.acquired(l.until()), r.start)
+	l.watch()
+	r.e.here.addHold(l)
 	if r.fire != nil && r.fire.catchUp {
 		ev := r.event(EventCatchUp)
 		ev.FireTime = r.fire.at
@@ -212,8 +212,8 @@ func (r *run) hold(lock Lock, task func(ctx context.Context) error, keepAlive bo
 	return taskErr
 }
 
-// finished ends the lease and reports how the task ended.
-func (r *run) finished(l *lease, err error, result TaskResult, taskStart time.Time) {
+// finished ends the hold and reports how the task ended.
+func (r *run) finished(l *hold, err error, result TaskResult, taskStart time.Time) {
 	cause := taskCause(l)
 	l.finish()
 	ev := r.event(EventFinished)
@@ -261,7 +261,7 @@ func (r *run) acquired(until time.Time) Event {
 // emit hands ev to the listeners (see Executor.emit).
 func (r *run) emit(ev Event, from time.Time) { r.e.emit(r.ctx, ev, from) }
 
-// runTask runs task on the lease, turning a panic into ErrTaskPanicked.
+// runTask runs task on the hold, turning a panic into ErrTaskPanicked.
 func runTask(ctx context.Context, name string, task func(context.Context) error) (panicked bool, err error) {
 	defer func() {
 		if rec := recover(); rec != nil {

@@ -144,7 +144,7 @@ func (e *Executor) Schedule(c *cron.Cron, spec string, cfg LockConfig,
 	}
 	id, err := c.AddJob(spec, j)
 	if err != nil {
-		e.unregister(cfg.Name)
+		e.reg.unregister(cfg.Name)
 		return 0, fmt.Errorf("%w: lock %q: spec %q: %w", ErrInvalidConfig, cfg.Name, spec, err)
 	}
 	j.schedule = c.Entry(id).Schedule
@@ -152,7 +152,7 @@ func (e *Executor) Schedule(c *cron.Cron, spec string, cfg LockConfig,
 		j.refused = true
 		close(j.ready)
 		c.Remove(id)
-		e.unregister(cfg.Name)
+		e.reg.unregister(cfg.Name)
 		return 0, fmt.Errorf("%w: lock %q: spec %q: CatchUp needs fire times the instances share, as a cron "+
 			"spec gives; those of @every depend on when each instance started", ErrInvalidConfig, cfg.Name, spec)
 	}
@@ -165,7 +165,7 @@ func (e *Executor) Schedule(c *cron.Cron, spec string, cfg LockConfig,
 			j.refused = true
 			close(j.ready)
 			c.Remove(id)
-			e.unregister(cfg.Name)
+			e.reg.unregister(cfg.Name)
 			return 0, fmt.Errorf("%w: lock %q: spec %q fires %v apart at the closest; Schedule needs more than "+
 				"twice the clock skew bound (%v), %v, so that instances whose clocks differ by the bound do not "+
 				"both run one fire time: use a spec with a larger interval, or a smaller ClockSkew",
@@ -175,7 +175,7 @@ func (e *Executor) Schedule(c *cron.Cron, spec string, cfg LockConfig,
 			j.refused = true
 			close(j.ready)
 			c.Remove(id)
-			e.unregister(cfg.Name)
+			e.reg.unregister(cfg.Name)
 			step, least := e.provider.(HoldGranularity).HoldGranularity()
 			return 0, fmt.Errorf("%w: lock %q: spec %q fires %v apart at the closest; %T keeps a lock in steps "+
 				"of %v and for at least %v, so a run's hold, which must end the clock skew bound (%v) before the "+
@@ -184,7 +184,7 @@ func (e *Executor) Schedule(c *cron.Cron, spec string, cfg LockConfig,
 				o.skew, need)
 		}
 	}
-	e.recordEntry(cfg.Name, c, id)
+	e.reg.recordEntry(cfg.Name, c, id)
 	close(j.ready)
 	if j.cu != nil && j.schedule != nil {
 		j.cu.id = id
