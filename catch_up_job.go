@@ -233,3 +233,28 @@ func (cj *catchUpJob) judge(fire time.Time, state fireOutcome) {
 		"lock", cj.j.cfg.Name, "fire_time", fire, "window", cj.window)
 	e.emit(e.base, Event{Kind: EventMissedFireTime, Config: cj.j.cfg, FireTime: fire}, time.Time{})
 }
+
+// latestFire returns the latest fire time of next at or before now and after
+// now - horizon; zero when there is none. next is a cron schedule's Next, which
+// only goes forward: the search steps back from now, doubling, until a fire
+// time lies between, then walks forward to the last one.
+func latestFire(next func(time.Time) time.Time, now time.Time, horizon time.Duration) time.Time {
+	const maxWalk = 100_000 // fire times walked at most; a cron spec fires at most once a second
+	for step := time.Second; ; step *= 2 {
+		step = min(step, horizon)
+		t := next(now.Add(-step))
+		if !t.IsZero() && !t.After(now) {
+			for range maxWalk {
+				n := next(t)
+				if n.IsZero() || n.After(now) {
+					break
+				}
+				t = n
+			}
+			return t
+		}
+		if step >= horizon {
+			return time.Time{}
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/shedlock-go/shedlock/internal/eventqueue"
+	"github.com/shedlock-go/shedlock/internal/lockerr"
 )
 
 // Executor runs tasks under locks: each run first takes the task's lock, and the
@@ -175,23 +176,28 @@ func (e *Executor) notStartedLocked() error {
 	return fmt.Errorf("%w: fixed-delay jobs %q never ran: call Start after registering them", ErrNotStarted, names)
 }
 
-// jobOptions applies opts to the executor's defaults.
-func (e *Executor) jobOptions(name string, opts []JobOption) (jobOptions, error) {
-	if len(opts) == 0 { // every Run: no message to format, and no options on the heap
-		return jobOptions{keepAlive: e.keepAlive}, nil
-	}
-	o := jobOptions{keepAlive: e.keepAlive}
-	err := applyOptions(fmt.Sprintf("lock %q: job", name), &o, opts)
-	return o, err
-}
-
-// plainJobOptions is jobOptions for a job whose fire times the executor does
-// not know (what: Run, FixedDelay or Wrap), which CatchUp needs.
-func (e *Executor) plainJobOptions(name, what string, opts []JobOption) (jobOptions, error) {
-	o, err := e.jobOptions(name, opts)
-	if err == nil && o.catchUp > 0 {
-		err = fmt.Errorf("%w: lock %q: CatchUp needs the job's cron spec, which %s is not given: "+
-			"add the job with Schedule", ErrInvalidOption, name, what)
-	}
-	return o, err
-}
+// The errors of the executor.
+var (
+	// ErrStopped is returned by Run, Wrap and FixedDelay after Executor.Stop, and
+	// is the cause of a task context that Stop ended.
+	ErrStopped = errors.New("shedlock: executor stopped")
+	// ErrDuplicateName is returned when a second job is registered under a lock
+	// name that one executor already runs: the two would block each other. Names
+	// differing only by case, accents, emoji or trailing spaces are one name, as the store's
+	// collation makes them one row; where the provider tells how its store
+	// compares names (NameKeyer), names it keeps in one row are one name too.
+	// An attempt on a name that is another's row, which registration could not
+	// see, fails with it as well as with ErrInvalidConfig, naming both.
+	ErrDuplicateName = lockerr.DuplicateName
+	// ErrInvalidJob is returned for a job the executor cannot run as given: a nil
+	// task or cron job, or a fixed delay that is not > 0.
+	ErrInvalidJob = errors.New("shedlock: invalid job")
+	// ErrNotStarted is returned by Stop when fixed-delay jobs were registered but
+	// Start was never called: they never ran.
+	ErrNotStarted = errors.New("shedlock: executor never started")
+	// ErrTaskPanicked wraps a panic recovered from a task, with its value and stack.
+	ErrTaskPanicked = errors.New("shedlock: task panicked")
+	// ErrNotLocked is returned by AssertLocked when its context carries no lock, or
+	// one that can no longer be relied on.
+	ErrNotLocked = errors.New("shedlock: not running under a lock")
+)

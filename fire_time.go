@@ -88,3 +88,46 @@ func (j *scheduledJob) fireTime(now time.Time) time.Time {
 	}
 	return now
 }
+
+// granularHold returns the largest hold of at most avail that the store of p
+// keeps for no longer than avail, as p's HoldGranularity rounds it; 0 when
+// even the store's shortest hold is longer than avail. For a provider without
+// HoldGranularity it is avail, truncated to the millisecond.
+func granularHold(p LockProvider, avail time.Duration) time.Duration {
+	g, ok := p.(HoldGranularity)
+	if !ok {
+		return max(avail.Truncate(time.Millisecond), 0)
+	}
+	step, least := g.HoldGranularity()
+	if step <= 0 {
+		step = time.Millisecond
+	}
+	h := avail.Truncate(step)
+	if h <= 0 || h < least {
+		return 0
+	}
+	return h
+}
+
+// neededGap is the smallest interval between fire times for which the store
+// of p, as its HoldGranularity rounds, can hold each run's lock for longer
+// than the clock skew bound and still free it the bound before the next fire
+// time, for a run that starts up to the bound, or half a step, after its fire
+// time: one later than the bound finds every instance within the bound has
+// fired already. 0 for a provider without HoldGranularity: Schedule's own
+// rule, more than twice the bound, is then the whole of it.
+func neededGap(p LockProvider, skew time.Duration) time.Duration {
+	g, ok := p.(HoldGranularity)
+	if !ok {
+		return 0
+	}
+	step, least := g.HoldGranularity()
+	if step <= 0 {
+		step = time.Millisecond
+	}
+	h := max(least, skew+1) // longer than the bound, and kept no longer than asked
+	if r := h % step; r != 0 {
+		h += step - r
+	}
+	return h + skew + max(step/2, skew)
+}

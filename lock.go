@@ -61,60 +61,6 @@ func validateDurations(name string, mostFor, leastFor time.Duration) error {
 	return nil
 }
 
-// LockProvider takes locks in a shared store.
-type LockProvider interface {
-	// TryLock makes one attempt; ErrNotAcquired when another instance holds the lock.
-	TryLock(ctx context.Context, cfg LockConfig) (Lock, error)
-}
-
-// ConfigChecker is implemented by a LockProvider whose store limits a LockConfig
-// beyond [LockConfig.Validate], such as the latest lock_until a column can hold.
-// The executor calls it when a job is registered, so that a config the store
-// would refuse on every run is an error at once, not on every tick.
-type ConfigChecker interface {
-	// CheckConfig reports why the store would refuse cfg, as an error wrapping
-	// ErrInvalidConfig; nil when it would not. It touches no store.
-	CheckConfig(cfg LockConfig) error
-}
-
-// NameKeyer is implemented by a LockProvider whose store may keep two
-// different names in one row, as a collation that ignores case or accents
-// does. The executor asks it once per name, when a job is registered, and
-// refuses a second job under a name the store keeps in an already registered
-// name's row (ErrDuplicateName), since the two would block each other. The SQL
-// providers are NameKeyers: on MySQL and MariaDB one statement asks the name
-// column's collation (its weight of the name); on PostgreSQL under a
-// deterministic collation and on SQLite the key is the name itself, with no
-// statement.
-type NameKeyer interface {
-	// NameKey returns the form under which the store compares name: two names
-	// with one key are one row. An error wrapping ErrInvalidConfig says the
-	// store cannot keep name as given; another error, that it could not be
-	// asked (the executor then registers the name, and an attempt on a name
-	// that turns out to be another's row fails with ErrDuplicateName).
-	NameKey(ctx context.Context, name string) (string, error)
-}
-
-// Lock is a lock held by this instance.
-type Lock interface {
-	// Unlock releases the lock, keeping it until LockAtLeastFor after it was taken.
-	// Only the holder can release: an Unlock after the lock was lost changes nothing.
-	Unlock(ctx context.Context) error
-	// Extend moves the lock's end to now + lockAtMostFor, if the lock is still ours
-	// and has not expired; ErrLockLost otherwise. lockAtLeastFor replaces the
-	// minimum hold used by Unlock, still counted from when the lock was taken.
-	Extend(ctx context.Context, lockAtMostFor, lockAtLeastFor time.Duration) error
-}
-
-// HoldChecker is implemented by a Lock that can tell, without asking its store,
-// that it can no longer be relied on. AssertLocked asks it.
-type HoldChecker interface {
-	// CheckHeld returns nil while the lock is held as far as its holder knows,
-	// else an error that says why not, wrapping ErrLockLost (released, or found
-	// taken) or ErrLockExpired (past its LockAtMostFor).
-	CheckHeld() error
-}
-
 type lockKey struct{}
 
 // ContextWithLock returns a copy of parent that carries l: LockFromContext

@@ -1,0 +1,235 @@
+package shedlock
+
+import (
+	"context"
+	"time"
+
+	"github.com/shedlock-go/shedlock/internal/control"
+	"github.com/shedlock-go/shedlock/internal/lockerr"
+)
+
+// The store contract: what a store implements to hold locks for the executor
+// and the Leader. LockProvider and Lock are the whole of it; the other
+// interfaces are optional, and the executor uses each where a provider has it:
+// attempts in one round trip (BatchLocker), the fire-time record CatchUp needs
+// (FireLocker), the store's rounding of holds (HoldGranularity), its name
+// comparison (NameKeyer), its limits (ConfigChecker), its pool (PoolSizer),
+// and an operator's pause and run-now (Controller, RunRequester).
+
+// LockProvider takes locks in a shared store.
+type LockProvider interface {
+	// TryLock makes one attempt; ErrNotAcquired when another instance holds the lock.
+	TryLock(ctx context.Context, cfg LockConfig) (Lock, error)
+}
+
+// ConfigChecker is implemented by a LockProvider whose store limits a LockConfig
+// beyond [LockConfig.Validate], such as the latest lock_until a column can hold.
+// The executor calls it when a job is registered, so that a config the store
+// would refuse on every run is an error at once, not on every tick.
+type ConfigChecker interface {
+	// CheckConfig reports why the store would refuse cfg, as an error wrapping
+	// ErrInvalidConfig; nil when it would not. It touches no store.
+	CheckConfig(cfg LockConfig) error
+}
+
+// NameKeyer is implemented by a LockProvider whose store may keep two
+// different names in one row, as a collation that ignores case or accents
+// does. The executor asks it once per name, when a job is registered, and
+// refuses a second job under a name the store keeps in an already registered
+// name's row (ErrDuplicateName), since the two would block each other. The SQL
+// providers are NameKeyers: on MySQL and MariaDB one statement asks the name
+// column's collation (its weight of the name); on PostgreSQL under a
+// deterministic collation and on SQLite the key is the name itself, with no
+// statement.
+type NameKeyer interface {
+	// NameKey returns the form under which the store compares name: two names
+	// with one key are one row. An error wrapping ErrInvalidConfig says the
+	// store cannot keep name as given; another error, that it could not be
+	// asked (the executor then registers the name, and an attempt on a name
+	// that turns out to be another's row fails with ErrDuplicateName).
+	NameKey(ctx context.Context, name string) (string, error)
+}
+
+// Lock is a lock held by this instance.
+type Lock interface {
+	// Unlock releases the lock, keeping it until LockAtLeastFor after it was taken.
+	// Only the holder can release: an Unlock after the lock was lost changes nothing.
+	Unlock(ctx context.Context) error
+	// Extend moves the lock's end to now + lockAtMostFor, if the lock is still ours
+	// and has not expired; ErrLockLost otherwise. lockAtLeastFor replaces the
+	// minimum hold used by Unlock, still counted from when the lock was taken.
+	Extend(ctx context.Context, lockAtMostFor, lockAtLeastFor time.Duration) error
+}
+
+// HoldChecker is implemented by a Lock that can tell, without asking its store,
+// that it can no longer be relied on. AssertLocked asks it.
+type HoldChecker interface {
+	// CheckHeld returns nil while the lock is held as far as its holder knows,
+	// else an error that says why not, wrapping ErrLockLost (released, or found
+	// taken) or ErrLockExpired (past its LockAtMostFor).
+	CheckHeld() error
+}
+
+// BatchLocker is a LockProvider that can make attempts on many locks in one
+// round trip. At a herd's tick, when attempts queue at an executor whose
+// provider is one, the executor sends the queued attempts together instead of
+// one statement each; a lone attempt still goes alone, through TryLock.
+type BatchLocker interface {
+	LockProvider
+	// TryLockBatch makes one attempt on each of cfgs, together, and returns
+	// one LockResult per config, in the order of cfgs: the lock taken, or why
+	// not (ErrNotAcquired when another instance holds it; a config the store
+	// refuses, for that config alone). One config's problem is its own: a
+	// name the store keeps in another config's row, or a row another
+	// transaction holds, fails that config, not the others nor the batch. The
+	// names of cfgs are distinct. Each
+	// acquisition is conditional on its own row, has its own token and fencing
+	// token, and is exactly what TryLock would have taken. The store takes the
+	// rows in one fixed order, so that two instances' batches never deadlock.
+	//
+	// A non-nil error is the batch's as a whole (the store failed, ctx ended):
+	// then the results are nil, and a lock the store may have taken before the
+	// failure is held until its LockAtMostFor, as with a TryLock whose
+	// response was lost.
+	TryLockBatch(ctx context.Context, cfgs []LockConfig) ([]LockResult, error)
+}
+
+// LockResult is one attempt of a batch (BatchLocker): Lock when it took the
+// lock, else Err.
+type LockResult struct {
+	Lock Lock
+	Err  error
+}
+
+// FireLocker is a LockProvider that records, beside each lock, the fire time
+// of the lock's last run that succeeded: what CatchUp needs. The SQL
+// providers, shedlockredis and shedlocketcd implement it; a store of another
+// kind does by keeping that time beside its lock key and making the take
+// conditional on it, atomically.
+type FireLocker interface {
+	// TryLockFire takes cfg's lock for the run of fire time fire, only if the
+	// lock is free and the recorded fire time is older than fire, or there is
+	// none, in one atomic step; ErrNotAcquired otherwise (LastFire tells a lock
+	// held from a fire time already done). Times are kept to the millisecond.
+	TryLockFire(ctx context.Context, cfg LockConfig, fire time.Time) (FireLock, error)
+	// LastFire returns the fire time recorded for name; ok is false when none is.
+	LastFire(ctx context.Context, name string) (fire time.Time, ok bool, err error)
+}
+
+// FireLock is a lock taken by TryLockFire. Its Unlock releases it without
+// recording anything: the run failed, and its fire time may run again at once.
+type FireLock interface {
+	Lock
+	// UnlockSucceeded releases the lock, keeping it until leastFor after it was
+	// taken, and records the lock's fire time as succeeded, unless a later one
+	// is recorded, in one statement. ErrLockLost when the lock is no longer
+	// ours; nothing is recorded then.
+	UnlockSucceeded(ctx context.Context, leastFor time.Duration) error
+}
+
+// HoldGranularity is an optional interface of a LockProvider whose store keeps
+// a lock for coarser times than it is asked, such as etcd's leases of whole
+// seconds with a minimum TTL. Schedule asks it, so that the hold of each run
+// never outlasts the skew bound before the next fire time: a hold that did
+// would make the next fire time find the lock held, and skip it (or, with
+// CatchUp, run it late, at a retry).
+//
+// A store that keeps what it is asked, to the millisecond, does not implement
+// it.
+type HoldGranularity interface {
+	// HoldGranularity returns how the store rounds a hold, step and min both
+	// > 0. A LockAtLeastFor of d is kept for d rounded up to a multiple of
+	// step, and at least min, counted from the acquisition: Schedule asks for
+	// the largest multiple of step that ends no later than the skew bound
+	// before the next fire time, skips a run as late when that is below min,
+	// and refuses a spec whose fire times are too close for one. Schedule
+	// asks before it accepts a spec and at every run: min must be the
+	// store's by then (a store may ask it at the first call, within a bound). What is left of a
+	// FireLock.UnlockSucceeded's leastFor when the lock is released must be
+	// kept rounded down to a multiple of step instead, and not at all when
+	// that is below min: the store cannot know when the run ends, and the
+	// record of the fire time, not the hold, keeps it to one run.
+	HoldGranularity() (step, min time.Duration)
+}
+
+// PoolSizer is a LockProvider that can tell the most connections its client
+// opens at once. The SQL providers report their *sql.DB's MaxOpenConnections
+// (0: no limit), shedlockredis its client's PoolSize.
+type PoolSizer interface {
+	PoolSize() int
+}
+
+// ErrPaused is returned by TryLock for a job an operator paused (see
+// Controller). It wraps ErrNotAcquired: code that skips a held lock skips a
+// paused one too. The store decides it inside the acquiring statement.
+var ErrPaused = lockerr.Paused
+
+// Controller is implemented by a store whose jobs an operator can steer on
+// every instance at once: the SQL providers, shedlockredis and shedlocketcd.
+// What it writes lives beside the lock, in the store, so that every pod sees
+// it at its next attempt; none of it is ever a far-future lock end.
+type Controller interface {
+	// Pause stops the job of this name on every instance until until, or
+	// until Resume when until is zero: each attempt is refused with ErrPaused,
+	// decided by the acquiring statement itself. A run under way goes on.
+	Pause(ctx context.Context, name string, until time.Time) error
+	// Resume ends a pause; a name that is not paused is no error.
+	Resume(ctx context.Context, name string) error
+	// RunNow asks for one run of the job, on whichever instance checks first
+	// (see RunRequester), and returns how many runs are asked for and not yet
+	// run. Each call is one run: two calls are two runs.
+	RunNow(ctx context.Context, name string) (pending int64, err error)
+}
+
+// RunRequester is implemented by a store that keeps run-now requests
+// (Controller.RunNow). An executor with jobs on it asks every
+// WithRunNowCheck interval which of its names have one, runs such a job under
+// its lock as at a fire time, and marks one request run once the task
+// returned: a pod killed mid-run leaves the request for another.
+type RunRequester interface {
+	// RunRequests returns, for those of names with requests not yet run, how
+	// many there are. One statement (or round trip) for all the names.
+	RunRequests(ctx context.Context, names []string) (map[string]int64, error)
+	// RunDone marks one request of name run, if one is left; held is the lock
+	// the run took, so that only a run that still holds it counts.
+	RunDone(ctx context.Context, name string, held Lock) error
+}
+
+// Control is a job's pause and run-now state as the store keeps it: Paused,
+// PausedUntil (zero while paused until Resume) and RunRequests (runs asked for
+// and not yet run). LockInfo carries it.
+type Control = control.Control
+
+// The errors every store returns. They are the values of package lockerr,
+// which the stores use, so errors.Is matches whichever package made them.
+var (
+	// ErrNotAcquired is returned by TryLock when the lock is held: by another
+	// instance, or by an earlier acquisition not yet released.
+	ErrNotAcquired = lockerr.NotAcquired
+	// ErrLockLost is returned by Extend and Unlock when the lock is no longer ours:
+	// it expired, and may have been taken by another instance.
+	ErrLockLost = lockerr.LockLost
+	// ErrInvalidConfig wraps every rejected LockConfig.
+	ErrInvalidConfig = lockerr.InvalidConfig
+	// ErrInvalidOption wraps every rejected provider, executor or job option,
+	// and a nil one.
+	ErrInvalidOption = lockerr.InvalidOption
+	// ErrUnsafeStore is returned on a provider's first use when the store, its
+	// session settings or its table would break mutual exclusion; the message says
+	// what to change.
+	ErrUnsafeStore = lockerr.UnsafeStore
+	// ErrReleaseFailed is returned by Unlock when every attempt to release failed:
+	// the lock stays held until its lock_until.
+	ErrReleaseFailed = lockerr.ReleaseFailed
+	// ErrLockNotFound is returned by Inspect and ForceUnlock for a name the table
+	// has no row of.
+	ErrLockNotFound = lockerr.LockNotFound
+	// ErrLockChanged is returned by Admin.ForceUnlockSeen when another
+	// acquisition holds the lock than the one shown, and by ForceUnlock when
+	// the lock kept changing hands while it tried to free it.
+	ErrLockChanged = lockerr.LockChanged
+	// ErrLockExpired is the cause of a task context ended because the lock's
+	// LockAtMostFor is running out: past it another instance may take the lock.
+	// AssertLocked wraps it for a lock past its end.
+	ErrLockExpired = lockerr.LockExpired
+)
