@@ -2,10 +2,11 @@ package shedlock
 
 import (
 	"context"
+	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/shedlock-go/shedlock/internal/control"
-	"github.com/shedlock-go/shedlock/internal/lockerr"
 )
 
 // The store contract: what a store implements to hold locks for the executor
@@ -159,11 +160,6 @@ type PoolSizer interface {
 	PoolSize() int
 }
 
-// ErrPaused is returned by TryLock for a job an operator paused (see
-// Controller). It wraps ErrNotAcquired: code that skips a held lock skips a
-// paused one too. The store decides it inside the acquiring statement.
-var ErrPaused = lockerr.Paused
-
 // Controller is implemented by a store whose jobs an operator can steer on
 // every instance at once: the SQL providers, shedlockredis and shedlocketcd.
 // What it writes lives beside the lock, in the store, so that every pod sees
@@ -200,36 +196,56 @@ type RunRequester interface {
 // and not yet run). LockInfo carries it.
 type Control = control.Control
 
-// The errors every store returns. They are the values of package lockerr,
-// which the stores use, so errors.Is matches whichever package made them.
-var (
-	// ErrNotAcquired is returned by TryLock when the lock is held: by another
-	// instance, or by an earlier acquisition not yet released.
-	ErrNotAcquired = lockerr.NotAcquired
-	// ErrLockLost is returned by Extend and Unlock when the lock is no longer ours:
-	// it expired, and may have been taken by another instance.
-	ErrLockLost = lockerr.LockLost
-	// ErrInvalidConfig wraps every rejected LockConfig.
-	ErrInvalidConfig = lockerr.InvalidConfig
-	// ErrInvalidOption wraps every rejected provider, executor or job option,
-	// and a nil one.
-	ErrInvalidOption = lockerr.InvalidOption
-	// ErrUnsafeStore is returned on a provider's first use when the store, its
-	// session settings or its table would break mutual exclusion; the message says
-	// what to change.
-	ErrUnsafeStore = lockerr.UnsafeStore
-	// ErrReleaseFailed is returned by Unlock when every attempt to release failed:
-	// the lock stays held until its lock_until.
-	ErrReleaseFailed = lockerr.ReleaseFailed
-	// ErrLockNotFound is returned by Inspect and ForceUnlock for a name the table
-	// has no row of.
-	ErrLockNotFound = lockerr.LockNotFound
-	// ErrLockChanged is returned by Admin.ForceUnlockSeen when another
-	// acquisition holds the lock than the one shown, and by ForceUnlock when
-	// the lock kept changing hands while it tried to free it.
-	ErrLockChanged = lockerr.LockChanged
-	// ErrLockExpired is the cause of a task context ended because the lock's
-	// LockAtMostFor is running out: past it another instance may take the lock.
-	// AssertLocked wraps it for a lock past its end.
-	ErrLockExpired = lockerr.LockExpired
-)
+// MaxNameLength is the longest lock name, in characters: the name column is VARCHAR(64).
+const MaxNameLength = 64
+
+// LockConfig names a lock and bounds how long it is held.
+type LockConfig struct {
+	// Name identifies the job across all instances: 1..64 characters.
+	Name string
+	// LockAtMostFor bounds how long a holder that crashed keeps the lock. It must be
+	// longer than the job normally runs: a job still running when it ends may run
+	// beside another instance's run. Must be > 0.
+	LockAtMostFor time.Duration
+	// LockAtLeastFor is the minimum time the lock is held, even if the job ends
+	// sooner: it stops a fast job from running again on an instance whose clock or
+	// schedule is slightly behind. 0 <= LockAtLeastFor <= LockAtMostFor.
+	LockAtLeastFor time.Duration
+}
+
+// Validate reports the first problem with c, as an error wrapping [ErrInvalidConfig]
+// that names the lock and the field.
+func (c LockConfig) Validate() error {
+	n := utf8.RuneCountInString(c.Name)
+	switch {
+	case c.Name == "":
+		return fmt.Errorf("%w: Name is empty", ErrInvalidConfig)
+	case !utf8.ValidString(c.Name):
+		return fmt.Errorf("%w: lock %q: Name is not valid UTF-8", ErrInvalidConfig, c.Name)
+	case n > MaxNameLength:
+		return fmt.Errorf("%w: lock %q: Name has %d characters, at most %d fit the name column",
+			ErrInvalidConfig, c.Name, n, MaxNameLength)
+	}
+	return validateDurations(c.Name, c.LockAtMostFor, c.LockAtLeastFor)
+}
+
+// MinLockAtMostFor is the shortest LockAtMostFor every store accepts: lock times
+// are kept to the millisecond.
+const MinLockAtMostFor = time.Millisecond
+
+func validateDurations(name string, mostFor, leastFor time.Duration) error {
+	switch {
+	case mostFor < MinLockAtMostFor:
+		return fmt.Errorf("%w: lock %q: LockAtMostFor must be at least %v, got %v "+
+			"(a bare number is nanoseconds: write 600*time.Second, not 600)", ErrInvalidConfig, name, MinLockAtMostFor, mostFor)
+	case leastFor < 0:
+		return fmt.Errorf("%w: lock %q: LockAtLeastFor must be >= 0, got %v", ErrInvalidConfig, name, leastFor)
+	case leastFor > 0 && leastFor < time.Millisecond:
+		return fmt.Errorf("%w: lock %q: LockAtLeastFor must be 0 or at least 1ms, got %v "+
+			"(a bare number is nanoseconds)", ErrInvalidConfig, name, leastFor)
+	case leastFor > mostFor:
+		return fmt.Errorf("%w: lock %q: LockAtLeastFor (%v) must not exceed LockAtMostFor (%v)",
+			ErrInvalidConfig, name, leastFor, mostFor)
+	}
+	return nil
+}

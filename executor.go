@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/shedlock-go/shedlock/internal/eventqueue"
-	"github.com/shedlock-go/shedlock/internal/lockerr"
 )
 
 // Executor runs tasks under locks: each run first takes the task's lock, and the
@@ -34,14 +33,13 @@ type Executor struct {
 	reg  *registry // the job names registered
 	here *runsHere // the runs under way here
 
-	mu              sync.Mutex
-	stopped         bool
-	started         bool
-	loops           []*fixedDelayLoop
-	notStarted      *time.Timer // warns once of loops not started within notStartedAfter; nil until the first
-	notStartedAfter time.Duration
-	live            int           // runs and loops under way
-	idle            chan struct{} // closed once stopped with nothing live
+	delays          *fixedDelays  // the fixed-delay loops
+	notStartedAfter time.Duration // how long loops may wait for Start before a warning
+
+	mu      sync.Mutex
+	stopped bool
+	live    int           // runs and loops under way
+	idle    chan struct{} // closed once stopped with nothing live
 }
 
 // NewExecutor returns an executor that takes its locks from p.
@@ -67,6 +65,7 @@ func NewExecutor(p LockProvider, opts ...ExecutorOption) *Executor {
 		seq:            new(runSeq),
 		reg:            newRegistry(),
 		here:           newRunsHere(),
+		delays:         &fixedDelays{log: o.logger},
 		idle:           make(chan struct{}),
 
 		notStartedAfter: notStartedWarnAfter,
@@ -137,9 +136,8 @@ func (e *Executor) Stop(ctx context.Context) error {
 			close(e.idle)
 		}
 	}
-	notStarted := e.notStartedLocked()
-	e.stopNotStartedLocked()
 	e.mu.Unlock()
+	notStarted := e.delays.stop()
 	e.reg.close()
 	e.stopBase(ErrStopped)
 	e.here.close()
@@ -163,41 +161,30 @@ func (e *Executor) Stop(ctx context.Context) error {
 		len(names), strings.Join(names, ", "), ctx.Err()))
 }
 
-// notStartedLocked reports fixed-delay jobs that never ran because Start was
-// never called. e.mu must be held.
-func (e *Executor) notStartedLocked() error {
-	if e.started || len(e.loops) == 0 {
-		return nil
+// holdHooks is what a run's hold may call back: made once, in NewExecutor,
+// since each method value is an allocation.
+func (e *Executor) holdHooks() *holdHooks {
+	h := &holdHooks{log: e.log, noun: "lock", ended: e.holdEnded, finished: e.here.removeHold,
+		extend: e.attempts.extend, clock: newHoldClock()}
+	if e.events != nil {
+		h.emit = e.emit
 	}
-	names := make([]string, len(e.loops))
-	for i, l := range e.loops {
-		names[i] = l.cfg.Name
-	}
-	return fmt.Errorf("%w: fixed-delay jobs %q never ran: call Start after registering them", ErrNotStarted, names)
+	return h
 }
 
-// The errors of the executor.
-var (
-	// ErrStopped is returned by Run, Wrap and FixedDelay after Executor.Stop, and
-	// is the cause of a task context that Stop ended.
-	ErrStopped = errors.New("shedlock: executor stopped")
-	// ErrDuplicateName is returned when a second job is registered under a lock
-	// name that one executor already runs: the two would block each other. Names
-	// differing only by case, accents, emoji or trailing spaces are one name, as the store's
-	// collation makes them one row; where the provider tells how its store
-	// compares names (NameKeyer), names it keeps in one row are one name too.
-	// An attempt on a name that is another's row, which registration could not
-	// see, fails with it as well as with ErrInvalidConfig, naming both.
-	ErrDuplicateName = lockerr.DuplicateName
-	// ErrInvalidJob is returned for a job the executor cannot run as given: a nil
-	// task or cron job, or a fixed delay that is not > 0.
-	ErrInvalidJob = errors.New("shedlock: invalid job")
-	// ErrNotStarted is returned by Stop when fixed-delay jobs were registered but
-	// Start was never called: they never ran.
-	ErrNotStarted = errors.New("shedlock: executor never started")
-	// ErrTaskPanicked wraps a panic recovered from a task, with its value and stack.
-	ErrTaskPanicked = errors.New("shedlock: task panicked")
-	// ErrNotLocked is returned by AssertLocked when its context carries no lock, or
-	// one that can no longer be relied on.
-	ErrNotLocked = errors.New("shedlock: not running under a lock")
-)
+// holdEnded reports a run's lock lost or run out while its task runs.
+func (e *Executor) holdEnded(h *hold, kind EventKind, cause error, byKeepAlive bool) {
+	if kind == EventLost {
+		e.log.ErrorContext(h.parent, "shedlock: lock lost while the task runs; its context ends",
+			"lock", h.cfg.Name, "error", cause)
+	} else {
+		e.log.WarnContext(h.parent, "shedlock: lock's LockAtMostFor ran out while the task runs; its context ends",
+			"lock", h.cfg.Name)
+	}
+	h.emit(Event{Kind: kind, Err: cause, KeepAlive: byKeepAlive}, time.Time{})
+}
+
+// Jobs returns the jobs registered with the executor (WithLock, Wrap,
+// Schedule, FixedDelay), by name, with their next fire times here. It costs
+// no statement.
+func (e *Executor) Jobs() []JobInfo { return e.reg.jobs(e.here.isRunning) }

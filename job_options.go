@@ -128,24 +128,3 @@ func ClockSkew(d time.Duration) JobOption {
 		return nil
 	}
 }
-
-// jobOptions applies opts to the executor's defaults.
-func (e *Executor) jobOptions(name string, opts []JobOption) (jobOptions, error) {
-	if len(opts) == 0 { // every Run: no message to format, and no options on the heap
-		return jobOptions{keepAlive: e.keepAlive}, nil
-	}
-	o := jobOptions{keepAlive: e.keepAlive}
-	err := applyOptions(fmt.Sprintf("lock %q: job", name), &o, opts)
-	return o, err
-}
-
-// plainJobOptions is jobOptions for a job whose fire times the executor does
-// not know (what: Run, FixedDelay or Wrap), which CatchUp needs.
-func (e *Executor) plainJobOptions(name, what string, opts []JobOption) (jobOptions, error) {
-	o, err := e.jobOptions(name, opts)
-	if err == nil && o.catchUp > 0 {
-		err = fmt.Errorf("%w: lock %q: CatchUp needs the job's cron spec, which %s is not given: "+
-			"add the job with Schedule", ErrInvalidOption, name, what)
-	}
-	return o, err
-}

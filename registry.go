@@ -1,8 +1,6 @@
 package shedlock
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -153,37 +151,6 @@ func (g *registry) freeLocked(key string) {
 	}
 }
 
-// storeKey asks a NameKeyer provider how its store compares name, within the
-// acquire timeout: a name the store cannot keep is refused, like a config it
-// would refuse. A store that cannot be asked now (not up yet, its table not
-// made) is no reason to refuse a job: the name is registered without a key,
-// and an attempt on a name that the store finds to be another name's row
-// fails with ErrDuplicateName, naming that name. One that did not answer
-// within the timeout is not asked again by this executor.
-func (e *Executor) storeKey(name string) (string, error) {
-	nk, ok := e.provider.(NameKeyer)
-	if !ok || e.reg.noNameKeys.Load() {
-		return "", nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), e.attempts.timeout)
-	defer cancel()
-	key, err := nk.NameKey(ctx, name)
-	switch {
-	case errors.Is(err, ErrInvalidConfig):
-		return "", err
-	case err != nil:
-		// A store that did not answer in time is not asked again: each
-		// registration would wait out the timeout.
-		if errors.Is(err, context.DeadlineExceeded) {
-			e.reg.noNameKeys.Store(true)
-		}
-		e.log.Warn("shedlock: could not ask the store how it compares the lock name; registered without it: "+
-			"if the store keeps it in another name's row, its runs fail with ErrDuplicateName", "lock", name, "error", err)
-		return "", nil
-	}
-	return key, nil
-}
-
 // JobInfo is one job an executor has registered, as this process sees it.
 type JobInfo struct {
 	// Name is the job's lock name.
@@ -196,11 +163,9 @@ type JobInfo struct {
 	Running bool
 }
 
-// Jobs returns the jobs registered with the executor (WithLock, Wrap,
-// Schedule, FixedDelay), by name, with their next fire times here. It costs
-// no statement.
-func (e *Executor) Jobs() []JobInfo {
-	g := e.reg
+// jobs returns the jobs registered, with their next fire times here;
+// running tells whether a name's key runs here now.
+func (g *registry) jobs(running func(key string) bool) []JobInfo {
 	g.mu.Lock()
 	jobs := make([]JobInfo, 0, len(g.names))
 	keys := make([]string, 0, len(g.names))
@@ -222,7 +187,7 @@ func (e *Executor) Jobs() []JobInfo {
 				jobs[i].Next = time.Unix(0, n)
 			}
 		}
-		jobs[i].Running = e.here.isRunning(keys[i])
+		jobs[i].Running = running(keys[i])
 	}
 	slices.SortFunc(jobs, func(a, b JobInfo) int { return strings.Compare(a.Name, b.Name) })
 	return jobs

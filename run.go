@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"time"
+
+	"github.com/shedlock-go/shedlock/internal/inflight"
 )
 
 // Run runs task only if the lock is acquired; ran reports whether it ran.
@@ -176,6 +178,7 @@ var errGoexit = errors.New("shedlock: task called runtime.Goexit")
 // the task panics or calls runtime.Goexit.
 func (r *run) runHeld(lock Lock, task func(ctx context.Context) error, keepAlive bool) error {
 	l := newHold(r.ctx, r.cfg, lock, r.start, keepAlive, r.id, r.e.hooks)
+	l.view = holdLock{l}
 	// Acquired goes out before anything that could extend or end the hold.
 	r.emit(r.acquired(l.until()), r.start)
 	l.watch()
@@ -299,5 +302,35 @@ func (e *Executor) logTask(ctx context.Context, name string, err error, result T
 		e.log.InfoContext(ctx, "shedlock: task ended on cancellation", "lock", name, "error", err)
 	default:
 		e.log.ErrorContext(ctx, "shedlock: task failed", "lock", name, "error", err)
+	}
+}
+
+// enter starts a run of name here, unless the executor has stopped
+// (ErrStopped) or the name runs here already (entered false).
+func (e *Executor) enter(name string) (key string, entered bool, kind inflight.Kind, err error) {
+	if !e.beginLive() {
+		return "", false, 0, ErrStopped
+	}
+	key, entered, kind = e.here.enter(name)
+	if !entered {
+		e.endLive()
+	}
+	return key, entered, kind, nil
+}
+
+// leave ends key's run here (see runsHere.leave).
+func (e *Executor) leave(key string, took, heldElsewhere bool) {
+	e.here.leave(key, took, heldElsewhere)
+	e.endLive()
+}
+
+// warnLateOnce warns, once per name, of a run whose fire time's window had
+// passed before it was called: a fire time far in the past (the zero time is
+// none) skips every run of the job, which at the skip level alone would go
+// unseen.
+func (e *Executor) warnLateOnce(ctx context.Context, key, name string) {
+	if e.here.firstLate(key) {
+		e.log.WarnContext(ctx, "shedlock: run came after its fire time's window, so it is skipped; "+
+			"is the fire time given to ContextWithFireTime the run's tick?", "lock", name)
 	}
 }

@@ -1,11 +1,9 @@
 package shedlock
 
 import (
-	"context"
 	"slices"
 	"strconv"
 	"sync"
-	"time"
 
 	"github.com/shedlock-go/shedlock/internal/inflight"
 	"github.com/shedlock-go/shedlock/internal/jobname"
@@ -152,57 +150,4 @@ func (h *runsHere) isRunning(key string) bool {
 	defer h.mu.Unlock()
 	_, ok := h.running[key]
 	return ok
-}
-
-// enter starts a run of name here, unless the executor has stopped
-// (ErrStopped) or the name runs here already (entered false).
-func (e *Executor) enter(name string) (key string, entered bool, kind inflight.Kind, err error) {
-	if !e.beginLive() {
-		return "", false, 0, ErrStopped
-	}
-	key, entered, kind = e.here.enter(name)
-	if !entered {
-		e.endLive()
-	}
-	return key, entered, kind, nil
-}
-
-// leave ends key's run here (see runsHere.leave).
-func (e *Executor) leave(key string, took, heldElsewhere bool) {
-	e.here.leave(key, took, heldElsewhere)
-	e.endLive()
-}
-
-// holdHooks is what a run's hold may call back: made once, in NewExecutor,
-// since each method value is an allocation.
-func (e *Executor) holdHooks() *holdHooks {
-	h := &holdHooks{log: e.log, noun: "lock", ended: e.holdEnded, finished: e.here.removeHold,
-		extend: e.attempts.extend, clock: newHoldClock()}
-	if e.events != nil {
-		h.emit = e.emit
-	}
-	return h
-}
-
-// holdEnded reports a run's lock lost or run out while its task runs.
-func (e *Executor) holdEnded(h *hold, kind EventKind, cause error, byKeepAlive bool) {
-	if kind == EventLost {
-		e.log.ErrorContext(h.parent, "shedlock: lock lost while the task runs; its context ends",
-			"lock", h.cfg.Name, "error", cause)
-	} else {
-		e.log.WarnContext(h.parent, "shedlock: lock's LockAtMostFor ran out while the task runs; its context ends",
-			"lock", h.cfg.Name)
-	}
-	h.emit(Event{Kind: kind, Err: cause, KeepAlive: byKeepAlive}, time.Time{})
-}
-
-// warnLateOnce warns, once per name, of a run whose fire time's window had
-// passed before it was called: a fire time far in the past (the zero time is
-// none) skips every run of the job, which at the skip level alone would go
-// unseen.
-func (e *Executor) warnLateOnce(ctx context.Context, key, name string) {
-	if e.here.firstLate(key) {
-		e.log.WarnContext(ctx, "shedlock: run came after its fire time's window, so it is skipped; "+
-			"is the fire time given to ContextWithFireTime the run's tick?", "lock", name)
-	}
 }
