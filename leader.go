@@ -211,11 +211,6 @@ func (l *Leader) emit(ev Event) {
 	l.events.Push(context.Background(), ev)
 }
 
-// extendLock is a lease's renewal: the leader's own, bounded by its caller.
-func extendLock(ctx context.Context, lock Lock, most, least time.Duration) error {
-	return lock.Extend(ctx, most, least)
-}
-
 // OnlyWhenLeading returns a robfig/cron JobWrapper that runs a job only while
 // this instance leads, and does nothing otherwise. A ContextJob gets the
 // leadership's context, which ends before the lease could end in the store,

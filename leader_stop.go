@@ -117,14 +117,6 @@ func (l *Leader) lostInStop() error {
 	return l.stopLost
 }
 
-// leaderStopped is the cause of a leadership's context that Stop ended: it
-// is ErrStopped for errors.Is, and names the leader.
-type leaderStopped struct{ name string }
-
-func (e leaderStopped) Error() string { return fmt.Sprintf("shedlock: leader %q stopped", e.name) }
-
-func (leaderStopped) Is(target error) bool { return target == ErrStopped }
-
 // waitJobs waits, within ctx, until no job run under the leadership
 // (OnlyWhenLeading, EnterJob) runs. The leadership's context has ended, so
 // the jobs wind down and no new one starts; meanwhile the hold is renewed as

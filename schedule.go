@@ -113,7 +113,7 @@ func (e *Executor) Schedule(c *cron.Cron, spec string, cfg LockConfig,
 	}
 	j := &scheduledJob{e: e, cfg: cfg, task: task, o: o, loc: c.Location(), ready: make(chan struct{})}
 	if fl != nil {
-		j.cu = &catchUpJob{j: j, fl: fl, window: o.catchUp, retry: retry,
+		j.cu = &catchUpJob{e: e, cfg: cfg, loc: j.loc, runAt: j.runAt, fl: fl, window: o.catchUp, retry: retry,
 			kick: make(chan struct{}, 1), c: c}
 	}
 	id, err := c.AddJob(spec, j)
@@ -134,7 +134,7 @@ func (e *Executor) Schedule(c *cron.Cron, spec string, cfg LockConfig,
 	e.reg.recordEntry(cfg.Name, c, id)
 	close(j.ready)
 	if j.cu != nil && j.schedule != nil {
-		j.cu.id = id
+		j.cu.id, j.cu.schedule = id, j.schedule
 		j.cu.start()
 	}
 	return id, nil
@@ -256,7 +256,7 @@ func (j *scheduledJob) Run() {
 	// The fire time bounds the attempt as for WithLock: one that comes later than
 	// half its hold after the fire time (a pod slow to reach it in a herd) is
 	// skipped, rather than hold the lock past the next fire time.
-	ctx := ContextWithFireTime(j.e.base, j.fireTime(now))
+	ctx := ContextWithFireTime(j.e.base, fireTimeOf(j.schedule, now))
 	cfg, late := j.config(now)
 	if late {
 		j.e.skipLate(ctx, cfg)
