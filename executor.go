@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/shedlock-go/shedlock/internal/eventqueue"
@@ -34,6 +35,8 @@ type Executor struct {
 	here *runsHere // the runs under way here
 
 	delays          *fixedDelays  // the fixed-delay loops
+	runNowEvery     time.Duration // how often to ask for run-now requests; 0: never
+	runNowChecks    atomic.Bool   // the check for run-now requests has started
 	notStartedAfter time.Duration // how long loops may wait for Start before a warning
 
 	mu      sync.Mutex
@@ -66,6 +69,7 @@ func NewExecutor(p LockProvider, opts ...ExecutorOption) *Executor {
 		reg:            newRegistry(),
 		here:           newRunsHere(),
 		delays:         &fixedDelays{log: o.logger},
+		runNowEvery:    o.runNowEvery,
 		idle:           make(chan struct{}),
 
 		notStartedAfter: notStartedWarnAfter,

@@ -19,6 +19,7 @@ type executorOptions struct {
 	listeners      []Listener
 	skipLevel      slog.Level
 	maxInFlight    int
+	runNowEvery    time.Duration
 }
 
 func defaultExecutorOptions() executorOptions {
@@ -161,6 +162,26 @@ func WithMaxInFlight(n int) ExecutorOption {
 			return fmt.Errorf("%w: WithMaxInFlight(%d): must be >= 1", ErrInvalidOption, n)
 		}
 		o.maxInFlight = n
+		return nil
+	}
+}
+
+// WithRunNowCheck makes the executor ask its store every d which of its jobs
+// an operator asked to run now (Controller.RunNow), in one statement for all
+// of them, and run each such job once, under its lock, as at a fire time: the
+// first instance to check runs it, and marks the request run once the task
+// has returned without error, still holding the lock, so that a request whose
+// run died (a pod killed mid-run) is run by the next check anywhere. A paused
+// job's request waits for Resume. The provider must keep requests
+// (RunRequester: the SQL providers, shedlockredis, shedlocketcd); with one
+// that does not, the option does nothing. Default: off, no statement. d must
+// be at least 10 ms.
+func WithRunNowCheck(d time.Duration) ExecutorOption {
+	return func(o *executorOptions) error {
+		if d < 10*time.Millisecond {
+			return fmt.Errorf("%w: WithRunNowCheck(%v): must be at least 10ms", ErrInvalidOption, d)
+		}
+		o.runNowEvery = d
 		return nil
 	}
 }

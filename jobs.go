@@ -110,42 +110,12 @@ func (e *Executor) lockedJob(cfg LockConfig, j cron.Job, o jobOptions) cron.Job 
 	if cj, ok := j.(ContextJob); ok {
 		task = cj.RunContext
 	}
+	e.runnable(cfg, task, o)
 	return cron.FuncJob(func() {
 		// cron calls the job at its fire time: an attempt that waits past
 		// the window of that fire time gives up (see ContextWithFireTime).
 		_, _ = e.run(ContextWithFireTime(e.base, time.Now()), cfg, task, o) // run logs what fails
 	})
-}
-
-// storeKey asks a NameKeyer provider how its store compares name, within the
-// acquire timeout: a name the store cannot keep is refused, like a config it
-// would refuse. A store that cannot be asked now (not up yet, its table not
-// made) is no reason to refuse a job: the name is registered without a key,
-// and an attempt on a name that the store finds to be another name's row
-// fails with ErrDuplicateName, naming that name. One that did not answer
-// within the timeout is not asked again by this executor.
-func (e *Executor) storeKey(name string) (string, error) {
-	nk, ok := e.provider.(NameKeyer)
-	if !ok || e.reg.noNameKeys.Load() {
-		return "", nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), e.attempts.timeout)
-	defer cancel()
-	key, err := nk.NameKey(ctx, name)
-	switch {
-	case errors.Is(err, ErrInvalidConfig):
-		return "", err
-	case err != nil:
-		// A store that did not answer in time is not asked again: each
-		// registration would wait out the timeout.
-		if errors.Is(err, context.DeadlineExceeded) {
-			e.reg.noNameKeys.Store(true)
-		}
-		e.log.Warn("shedlock: could not ask the store how it compares the lock name; registered without it: "+
-			"if the store keeps it in another name's row, its runs fail with ErrDuplicateName", "lock", name, "error", err)
-		return "", nil
-	}
-	return key, nil
 }
 
 // jobOptions applies opts to the executor's defaults.
@@ -211,6 +181,7 @@ func (e *Executor) FixedDelay(cfg LockConfig, delay time.Duration, task func(ctx
 		return err
 	}
 	e.reg.recordLoop(cfg.Name, l)
+	e.runnable(cfg, task, o)
 	return nil
 }
 
@@ -233,7 +204,7 @@ func (e *Executor) checkJob(cfg LockConfig) (string, error) {
 			return "", err
 		}
 	}
-	return e.storeKey(cfg.Name)
+	return e.reg.storeKey(e.provider, e.attempts.timeout, e.log, cfg.Name)
 }
 
 // startLoop starts l's loop, unless the executor has stopped.
@@ -267,4 +238,47 @@ func (e *Executor) runOnce(l *fixedDelayLoop) {
 		_, _ = e.run(e.base, l.cfg, l.task, l.opts) // run logs what fails
 	}()
 	<-done
+}
+
+// runnable makes a registered job run on run-now requests, once the executor
+// checks for them (WithRunNowCheck): the first such job starts the check.
+func (e *Executor) runnable(cfg LockConfig, task func(context.Context) error, o jobOptions) {
+	rr, ok := e.provider.(RunRequester)
+	if !ok || e.runNowEvery == 0 {
+		return
+	}
+	e.reg.recordRunner(cfg.Name, runner{cfg: cfg, task: task, o: o})
+	if e.runNowChecks.Swap(true) || !e.beginLive() {
+		return
+	}
+	go func() {
+		defer e.endLive()
+		e.checkRunNow(rr)
+	}()
+}
+
+// checkRunNow asks the store every runNowEvery for the run-now requests of
+// the registered jobs, and runs each job asked for once, until Stop.
+func (e *Executor) checkRunNow(rr RunRequester) {
+	t := time.NewTicker(e.runNowEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-e.base.Done():
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(e.base, e.attempts.timeout)
+		due, err := e.reg.requested(ctx, rr)
+		cancel()
+		if err != nil {
+			if e.base.Err() == nil {
+				e.log.Warn("shedlock: could not ask the store for run-now requests; asking again at the next check", "error", err)
+			}
+			continue
+		}
+		for _, r := range due {
+			go func() { _, _ = e.runFire(e.base, r.cfg, r.task, r.o, nil, rr) }() // run logs what fails
+		}
+	}
 }

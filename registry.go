@@ -1,7 +1,10 @@
 package shedlock
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -25,7 +28,8 @@ type registry struct {
 	storeNames, storeKeys map[string]string
 	entries               map[string]cronEntry // jobname.Key -> the cron entry Schedule added; see freeRemoved
 	loops                 map[string]*fixedDelayLoop
-	noNameKeys            atomic.Bool // the provider's NameKey timed out once: not asked again
+	runners               map[string]runner // jobname.Key -> how to run the job on a run-now request
+	noNameKeys            atomic.Bool       // the provider's NameKey timed out once: not asked again
 }
 
 // cronEntry is where Schedule added a name's job (see freeRemoved).
@@ -36,7 +40,8 @@ type cronEntry struct {
 
 func newRegistry() *registry {
 	return &registry{names: make(map[string]string), storeNames: make(map[string]string),
-		storeKeys: make(map[string]string), entries: make(map[string]cronEntry), loops: make(map[string]*fixedDelayLoop)}
+		storeKeys: make(map[string]string), entries: make(map[string]cronEntry), loops: make(map[string]*fixedDelayLoop),
+		runners: make(map[string]runner)}
 }
 
 // register claims name for one job, unless the registry is closed; storeKey
@@ -145,6 +150,7 @@ func (g *registry) freeLocked(key string) {
 	delete(g.entries, key)
 	delete(g.names, key)
 	delete(g.loops, key)
+	delete(g.runners, key)
 	if sk, ok := g.storeKeys[key]; ok {
 		delete(g.storeNames, sk)
 		delete(g.storeKeys, key)
@@ -191,4 +197,78 @@ func (g *registry) jobs(running func(key string) bool) []JobInfo {
 	}
 	slices.SortFunc(jobs, func(a, b JobInfo) int { return strings.Compare(a.Name, b.Name) })
 	return jobs
+}
+
+// runner is how a registered job runs on a run-now request (see
+// WithRunNowCheck): its task under its lock, held no longer than it runs.
+type runner struct {
+	cfg  LockConfig
+	task func(context.Context) error
+	o    jobOptions
+}
+
+// recordRunner remembers how name's job runs on a run-now request.
+func (g *registry) recordRunner(name string, r runner) {
+	r.cfg.LockAtLeastFor, r.o.catchUp = 0, 0 // an extra run: the next fire time runs as usual
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.runners[jobname.Key(name)] = r
+}
+
+// requested asks rr, in one call, which registered jobs have run-now
+// requests, and returns how to run each once.
+func (g *registry) requested(ctx context.Context, rr RunRequester) ([]runner, error) {
+	g.mu.Lock()
+	names := make([]string, 0, len(g.runners))
+	for _, r := range g.runners {
+		names = append(names, r.cfg.Name)
+	}
+	g.mu.Unlock()
+	if len(names) == 0 {
+		return nil, nil
+	}
+	pending, err := rr.RunRequests(ctx, names)
+	if err != nil {
+		return nil, err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var due []runner
+	for name, n := range pending {
+		if r, ok := g.runners[jobname.Key(name)]; ok && n > 0 {
+			due = append(due, r)
+		}
+	}
+	return due, nil
+}
+
+// storeKey asks a NameKeyer provider how its store compares name, within the
+// acquire timeout: a name the store cannot keep is refused, like a config it
+// would refuse. A store that cannot be asked now (not up yet, its table not
+// made) is no reason to refuse a job: the name is registered without a key,
+// and an attempt on a name that the store finds to be another name's row
+// fails with ErrDuplicateName, naming that name. One that did not answer
+// within the timeout is not asked again by this executor.
+func (g *registry) storeKey(p LockProvider, timeout time.Duration, log *slog.Logger, name string) (string, error) {
+	nk, ok := p.(NameKeyer)
+	if !ok || g.noNameKeys.Load() {
+		return "", nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	key, err := nk.NameKey(ctx, name)
+	switch {
+	case errors.Is(err, ErrInvalidConfig):
+		return "", err
+	case err != nil:
+		// A store that did not answer in time is not asked again: each
+		// registration would wait out the timeout.
+		if errors.Is(err, context.DeadlineExceeded) {
+			g.noNameKeys.Store(true)
+		}
+		log.Warn("shedlock: could not ask the store how it compares the lock name; registered without it: "+
+			"if the store keeps it in another name's row, its runs fail with ErrDuplicateName", "lock", name, "error", err)
+		return "", nil
+	}
+	return key, nil
 }

@@ -132,6 +132,7 @@ func (e *Executor) Schedule(c *cron.Cron, spec string, cfg LockConfig,
 		return 0, err
 	}
 	e.reg.recordEntry(cfg.Name, c, id)
+	e.runnable(cfg, task, o)
 	close(j.ready)
 	if j.cu != nil && j.schedule != nil {
 		j.cu.id, j.cu.schedule = id, j.schedule
@@ -302,5 +303,5 @@ func (j *scheduledJob) runAt(fire time.Time, catchUp bool) (bool, error) {
 	if next := j.schedule.Next(fire); !next.IsZero() {
 		f.holdEnd = next.Add(-j.o.skew)
 	}
-	return j.e.runFire(ContextWithFireTime(j.e.base, fire), j.cfg, j.task, j.o, f)
+	return j.e.runFire(ContextWithFireTime(j.e.base, fire), j.cfg, j.task, j.o, f, nil)
 }
