@@ -30,7 +30,9 @@ func startServe(t *testing.T, s *standIn, args ...string) served {
 	ctx, cancel := context.WithCancel(context.Background())
 	var out, errOut syncBuffer
 	done := make(chan int, 1)
-	go func() { done <- runWith(ctx, s.opener(), append(args, "-addr", "127.0.0.1:0"), strings.NewReader(""), &out, &errOut) }()
+	go func() {
+		done <- runWith(ctx, s.opener(), append(args, "-addr", "127.0.0.1:0"), strings.NewReader(""), &out, &errOut)
+	}()
 	deadline := time.Now().Add(20 * time.Second)
 	for !servingRE.MatchString(out.String()) {
 		select {
