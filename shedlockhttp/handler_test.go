@@ -112,7 +112,7 @@ func TestPageShowsLocks(t *testing.T) {
 	for _, want := range []string{
 		`<tr data-lock="outboxPollJob" class="held">`, "pod-a#1.3", `<span class="badge held">held</span>`,
 		`<tr data-lock="cancelOrders" class="paused">`, "until resumed", "2030-01-02 03:04:05.000",
-		`<td class="run-requests"><span class="badge pending">1</span>`, "<b>2</b> locks",
+		`<span class="run-requests"><span class="badge pending">1 run-now</span></span>`, "<b>2</b> locks",
 		`<span class="readonly">read-only</span>`,
 	} {
 		if !strings.Contains(body, want) {

@@ -19,11 +19,12 @@ var assets embed.FS
 const timeLayout = "2006-01-02 15:04:05.000"
 
 var pageTemplates = template.Must(template.New("").Funcs(template.FuncMap{
-	"ts":  formatTime,
-	"rfc": func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) },
-	"rel": relative,
-	"ms":  func(ms int64) string { return formatLeft(time.Duration(ms) * time.Millisecond) },
-	"dur": func(a, b time.Time) string { return b.Sub(a).Round(time.Millisecond).String() },
+	"ts":   formatTime,
+	"rfc":  func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) },
+	"rel":  relative,
+	"left": func(t, now time.Time) string { return formatLeft(max(t.Sub(now), 0)) },
+	"ms":   func(ms int64) string { return formatLeft(time.Duration(ms) * time.Millisecond) },
+	"dur":  func(a, b time.Time) string { return b.Sub(a).Round(time.Millisecond).String() },
 }).ParseFS(assets, "assets/*.html"))
 
 // pageData is what the templates are given.
@@ -33,15 +34,18 @@ type pageData struct {
 	LoginURL  string
 	RefreshMS int64
 	// Can says which actions to offer this request, by ActionKind.String().
-	Can       map[string]bool
-	CanAny    bool
-	V         view
-	TL        timeline
-	PageNo    int
-	Pages     int
-	Prev      string
-	Next      string
-	PauseFors []string
+	Can    map[string]bool
+	CanAny bool
+	V      view
+	TL     timeline
+	PageNo int
+	Pages  int
+	// ShowLastSuccess and ShowNext: a lock shown has one.
+	ShowLastSuccess bool
+	ShowNext        bool
+	Prev            string
+	Next            string
+	PauseFors       []string
 }
 
 // pauseFors are the durations the page offers a pause for.
@@ -59,6 +63,10 @@ func (h *handler) data(r *http.Request) pageData {
 		if h.o.authorize != nil && h.o.authorize(r, Action{Kind: k}) == nil {
 			d.Can[k.String()], d.CanAny = true, true
 		}
+	}
+	for _, l := range v.Page.Locks {
+		d.ShowLastSuccess = d.ShowLastSuccess || !l.LastSuccess.IsZero()
+		d.ShowNext = d.ShowNext || !l.Next.IsZero()
 	}
 	d.PageNo = q.Offset/q.Limit + 1
 	d.Pages = max((v.Page.Matching+q.Limit-1)/q.Limit, 1)

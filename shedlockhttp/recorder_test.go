@@ -139,8 +139,9 @@ func TestRecorderOnPage(t *testing.T) {
 	}
 }
 
-// Without a Recorder or jobs, the page says so and the API says they are
-// not available.
+// Without a Recorder or jobs, the page has no timeline and the API says
+// they are not available; with an empty one, the page says nothing is
+// recorded yet.
 func TestWithoutRecorder(t *testing.T) {
 	srv := newServer(t, newControlStore(), quiet)
 	_, body := get(t, srv, "/ops/locks/api/events")
@@ -148,7 +149,11 @@ func TestWithoutRecorder(t *testing.T) {
 		t.Errorf("api/events: %s", body)
 	}
 	_, body = get(t, srv, "/ops/locks/")
-	if !strings.Contains(body, "No hold recorded") || !strings.Contains(body, "No locks in the store yet") {
-		t.Error("empty page")
+	if strings.Contains(body, "timeline") || strings.Contains(body, `id="jobs"`) || !strings.Contains(body, "No locks in the store yet") {
+		t.Error("the page without a recorder")
+	}
+	srv = newServer(t, newControlStore(), quiet, shedlockhttp.WithRecorder(shedlockhttp.NewRecorder()))
+	if _, body = get(t, srv, "/ops/locks/"); !strings.Contains(body, "No hold recorded") {
+		t.Error("the page with an empty recorder")
 	}
 }

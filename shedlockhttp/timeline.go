@@ -31,6 +31,7 @@ type timeline struct {
 type tlTick struct {
 	X     float64
 	Label string
+	Last  bool // its label ends at its line, not centred on it
 }
 
 type tlRow struct {
@@ -50,7 +51,7 @@ type tlBar struct {
 
 // timelineSpans are the widths the timeline picks from: the smallest that
 // holds everything recorded, at most the last.
-var timelineSpans = []time.Duration{time.Minute, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute,
+var timelineSpans = []time.Duration{30 * time.Second, time.Minute, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute,
 	15 * time.Minute, 30 * time.Minute, time.Hour}
 
 // newTimeline draws rec as of now.
@@ -98,7 +99,7 @@ func newTimeline(rec record, now time.Time) timeline {
 	tl.Height = tlAxisH + max(len(tl.Rows), 1)*tlRowH + 4
 	for i := 0; i <= 5; i++ {
 		at := t0.Add(span * time.Duration(i) / 5)
-		tl.Ticks = append(tl.Ticks, tlTick{X: x(at), Label: at.UTC().Format("15:04:05")})
+		tl.Ticks = append(tl.Ticks, tlTick{X: x(at), Label: at.UTC().Format("15:04:05"), Last: i == 5})
 	}
 	return tl
 }
@@ -112,6 +113,9 @@ func spanOf(rec record, now time.Time) time.Duration {
 	}
 	for _, t := range rec.Terms {
 		oldest = minTime(oldest, t.Start)
+	}
+	for _, m := range rec.Missed {
+		oldest = minTime(oldest, m.FireTime)
 	}
 	for _, s := range timelineSpans {
 		if now.Sub(oldest) <= s {

@@ -16,7 +16,9 @@ type view struct {
 	Leaders []leaderView
 	Jobs    []jobView
 	HasJobs bool
-	Record  record
+	// HasRecorder reports WithRecorder: the timeline is shown.
+	HasRecorder bool
+	Record      record
 	// StoreErr is the store's failure to list the locks, shown instead.
 	StoreErr string
 }
@@ -50,7 +52,7 @@ type jobView struct {
 
 // build reads the store once and assembles what q asks for.
 func (h *handler) build(ctx context.Context, q lockQuery) view {
-	v := view{Now: time.Now(), Query: q, Record: h.o.recorder.snapshot()}
+	v := view{Now: time.Now(), Query: q, Record: h.o.recorder.snapshot(), HasRecorder: h.o.recorder != nil}
 	ctx, cancel := context.WithTimeout(ctx, h.o.timeout)
 	defer cancel()
 	locks, err := h.admin.Locks(ctx)
