@@ -34,7 +34,11 @@ func TestBrowserDashboard(t *testing.T) {
 	ctx := browser(t)
 	require.NoError(t, d.login(ctx))
 	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(d.url), chromedp.WaitVisible(chromedp.CSS(`#live`))))
-	_, err := eval[string](ctx, `window.__firstLoad = 'still'`) // gone if the page reloads
+	// A marker that a reload would lose, and a record of what the
+	// Content-Security-Policy refuses: nothing the page does itself.
+	_, err := eval[string](ctx, `window.__firstLoad = 'still'; window.__refused = [];
+		document.addEventListener('securitypolicyviolation', e => window.__refused.push(e.violatedDirective + ' ' + e.blockedURI));
+		'set'`)
 	require.NoError(t, err)
 
 	seesPods(t, ctx, pods)
@@ -44,6 +48,9 @@ func TestBrowserDashboard(t *testing.T) {
 	marker, err := eval[string](ctx, `window.__firstLoad`)
 	require.NoError(t, err)
 	assert.Equal(t, "still", marker, "every change above came without a reload")
+	refused, err := eval[[]string](ctx, `window.__refused`)
+	require.NoError(t, err)
+	assert.Empty(t, refused, "the page's own updates broke its Content-Security-Policy")
 
 	unauthorized(t, ctx, d, runsDir, live)
 	crossSite(t, ctx, d, runsDir, live)
