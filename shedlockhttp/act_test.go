@@ -199,6 +199,27 @@ func TestCrossSiteRefused(t *testing.T) {
 	}
 }
 
+// The token is the handler's own: another handler refuses it, unless both
+// were given the same WithCSRFKey, as replicas behind one address are.
+func TestCSRFKeyShared(t *testing.T) {
+	st := newControlStore()
+	st.hold("job", "pod", time.Minute)
+	key := []byte("0123456789abcdef-shared")
+	a := newServer(t, st, quiet, shedlockhttp.WithAuthorize(allowAll))
+	b := newServer(t, st, quiet, shedlockhttp.WithAuthorize(allowAll))
+	if code, msg := post(t, b, "/ops/locks/api/run", url.Values{"name": {"job"}}, withToken(token(t, a, "/ops/locks/"))); code != http.StatusForbidden {
+		t.Errorf("another handler's token: %d %s", code, msg)
+	}
+	a = newServer(t, st, quiet, shedlockhttp.WithAuthorize(allowAll), shedlockhttp.WithCSRFKey(key))
+	b = newServer(t, st, quiet, shedlockhttp.WithAuthorize(allowAll), shedlockhttp.WithCSRFKey(key))
+	if code, msg := post(t, b, "/ops/locks/api/run", url.Values{"name": {"job"}}, withToken(token(t, a, "/ops/locks/"))); code != http.StatusOK {
+		t.Errorf("a replica's token, one key: %d %s", code, msg)
+	}
+	if st.control("job").RunRequests != 1 {
+		t.Errorf("run requests: %+v", st.control("job"))
+	}
+}
+
 // On a store without shedlock.Controller, pause and run-now are not offered
 // and are refused with 501; unlock still works.
 func TestStoreWithoutController(t *testing.T) {

@@ -1,7 +1,9 @@
 package shedlockhttp
 
 import (
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
 	"net/http"
@@ -14,9 +16,15 @@ const (
 	csrfField  = "csrf_token"
 )
 
-// newToken returns a secret of the handler's own: a page of another origin
-// cannot read it, so it cannot send it.
-func newToken() string {
+// newToken returns the handler's token: a secret that a page of another
+// origin cannot read, so it cannot send it. Random, or derived from key
+// (WithCSRFKey) so that replicas agree.
+func newToken(key []byte) string {
+	if key != nil {
+		mac := hmac.New(sha256.New, key)
+		mac.Write([]byte("shedlockhttp CSRF token"))
+		return base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
+	}
 	b := make([]byte, 32)
 	_, _ = rand.Read(b) // never fails (crypto/rand's contract since Go 1.24)
 	return base64.RawURLEncoding.EncodeToString(b)

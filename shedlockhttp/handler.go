@@ -32,7 +32,7 @@ func NewHandler(admin shedlock.Admin, opts ...Option) http.Handler {
 	if err := apply.Options("shedlockhttp.NewHandler", &o, opts); err != nil {
 		panic(err)
 	}
-	h := &handler{admin: admin, o: o, csrf: newToken(), cop: http.NewCrossOriginProtection(),
+	h := &handler{admin: admin, o: o, csrf: newToken(o.csrfKey), cop: http.NewCrossOriginProtection(),
 		fires: newLastFires(admin, 10*o.refresh), static: staticHandler()}
 	h.control, _ = admin.(shedlock.Controller)
 	return h

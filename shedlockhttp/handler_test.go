@@ -242,6 +242,7 @@ func TestBadOptions(t *testing.T) {
 		"leaders":   shedlockhttp.WithLeaders(""),
 		"recorder":  shedlockhttp.WithRecorder(nil),
 		"jobs":      shedlockhttp.WithJobs(nil),
+		"csrf key":  shedlockhttp.WithCSRFKey([]byte("short")),
 	} {
 		func() {
 			defer func() {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/shedlock-go/shedlock"
@@ -30,6 +31,7 @@ type options struct {
 	timeout   time.Duration
 	title     string
 	loginURL  string
+	csrfKey   []byte
 	log       *slog.Logger
 }
 
@@ -151,6 +153,20 @@ func WithLoginURL(u string) Option {
 			return invalid("WithLoginURL", "empty")
 		}
 		o.loginURL = u
+		return nil
+	}
+}
+
+// WithCSRFKey derives the handler's CSRF token from key (at least 16 bytes,
+// secret) instead of making one at random: every replica of a service given
+// the same key accepts the pages of the others, as a load balancer that
+// sends a page's POST to another replica needs.
+func WithCSRFKey(key []byte) Option {
+	return func(o *options) error {
+		if len(key) < 16 {
+			return invalid("WithCSRFKey", "%d bytes: at least 16", len(key))
+		}
+		o.csrfKey = slices.Clone(key)
 		return nil
 	}
 }
