@@ -17,7 +17,7 @@ func migrate(ctx context.Context, c config, args []string, _ io.Reader, stdout, 
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	s, err := openStore(ctx, c, true)
+	s, err := c.open(ctx, c, true)
 	if err != nil {
 		return err
 	}

@@ -23,7 +23,7 @@ func unlock(ctx context.Context, c config, args []string, stdin io.Reader, stdou
 	}
 	name := args[0]
 	octx, cancel := context.WithTimeout(ctx, c.timeout)
-	s, err := openStore(octx, c, false)
+	s, err := c.open(octx, c, false)
 	cancel()
 	if err != nil {
 		return err

@@ -17,7 +17,7 @@ func watch(ctx context.Context, c config, args []string, _ io.Reader, stdout, _ 
 		return usageError{fmt.Sprintf("watch takes no arguments, got %q", args)}
 	}
 	octx, cancel := context.WithTimeout(ctx, c.timeout)
-	s, err := openStore(octx, c, false)
+	s, err := c.open(octx, c, false)
 	cancel()
 	if err != nil {
 		return err
