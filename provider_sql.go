@@ -216,15 +216,25 @@ func (p *sqlProvider) RunRequests(ctx context.Context, names []string) (map[stri
 
 // RunDone marks one run request of name run, if one is left, in one
 // statement that counts it only while held, a lock this provider's TryLock
-// or TryLockBatch returned for name, still holds it unexpired; ErrLockLost
-// otherwise. See [RunRequester].
+// or TryLockBatch returned for name (or one that stands for it, see
+// storeLocker), still holds it unexpired; ErrLockLost otherwise. See
+// [RunRequester].
 func (p *sqlProvider) RunDone(ctx context.Context, name string, held Lock) error {
+	if s, ok := held.(storeLocker); ok {
+		held = s.storeLock()
+	}
 	l, ok := held.(*sqlstore.Lock)
 	if !ok {
 		return fmt.Errorf("%w: run done for %q: the lock (%T) was not taken by this provider", ErrInvalidConfig, name, held)
 	}
 	return p.engine.RunDone(ctx, name, l)
 }
+
+// storeLocker is implemented by a lock that stands for a provider's own, as
+// the one a task sees through LockFromContext does: RunDone checks the
+// acquisition of the provider's lock. The method is unexported: no caller
+// outside this package reaches the lock it stands for.
+type storeLocker interface{ storeLock() Lock }
 
 // validName checks a name an operator gives as a lock's name is checked.
 func validName(name string) error {

@@ -334,3 +334,18 @@ func TestControlPauseRefusesCatchUp(t *testing.T) {
 		assert.Equal(t, fire.Add(time.Second).UnixMilli(), last.UnixMilli())
 	})
 }
+
+// RunRequests whose statement fails (here, its context ended) returns the
+// error, as an executor stopping meets it.
+func TestControlRunRequestsStatementFails(t *testing.T) {
+	t.Parallel()
+	eachControlDialect(t, true, func(t *testing.T, c controlTable) {
+		p := c.newProvider(t)
+		_, err := p.RunRequests(context.Background(), []string{"job"}) // first use, and its statement prepared
+		require.NoError(t, err)
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		_, err = p.RunRequests(ctx, []string{"job"})
+		require.ErrorIs(t, err, context.Canceled)
+	})
+}

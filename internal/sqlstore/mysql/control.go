@@ -181,8 +181,8 @@ func (s *Store) RunRequests(ctx context.Context, names []string) (map[string]int
 	}
 	var rows *sql.Rows
 	if cp.requests != nil {
-		doc, err := json.Marshal(names)
-		if err != nil {
+		var doc []byte
+		if doc, err = json.Marshal(names); err != nil {
 			return nil, err
 		}
 		rows, err = cp.requests.QueryContext(ctx, string(doc))
