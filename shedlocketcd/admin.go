@@ -21,7 +21,7 @@ import (
 func (p *Provider) Locks(ctx context.Context) ([]shedlock.LockInfo, error) {
 	locks, paused, runs, err := p.readNames(ctx, "", true)
 	if err != nil {
-		return nil, fmt.Errorf("shedlock: list locks %s*: %w", p.prefix, err)
+		return nil, fmt.Errorf("shedlock: list locks %s*: %w", p.Key(""), err)
 	}
 	return p.lockInfos(ctx, locks, paused, runs)
 }

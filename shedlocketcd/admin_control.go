@@ -48,7 +48,7 @@ func (p *Provider) readNames(ctx context.Context, name string, prefix bool) (loc
 	if prefix {
 		opts = append(opts, clientv3.WithPrefix())
 	}
-	bases := []string{p.prefix, p.PausedKey(""), p.RunsKey("")}
+	bases := []string{p.Key(""), p.PausedKey(""), p.RunsKey("")}
 	ops := make([]clientv3.Op, len(bases))
 	for i, b := range bases {
 		ops[i] = clientv3.OpGet(b+name, opts...)

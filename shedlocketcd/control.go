@@ -36,7 +36,7 @@ func (p *Provider) PausedKey(name string) string { return PausedPrefix + p.envPa
 func (p *Provider) RunsKey(name string) string { return RunsPrefix + p.envPart() + name }
 
 // envPart is ":<env>:", as the lock keys have it.
-func (p *Provider) envPart() string { return p.prefix[len(KeyPrefix):] }
+func (p *Provider) envPart() string { return p.Key("")[len(KeyPrefix):] }
 
 // Pause refuses every attempt on name's lock, by every provider of this env,
 // with an error wrapping shedlock.ErrPaused until until, or until Resume when

@@ -18,21 +18,22 @@ import (
 // paused key or a RunsKey, sorted, each once: one SCAN on every primary for
 // the keys that contain the env's prefix, which the keys beside a lock's do.
 func (p *Provider) lockNames(ctx context.Context) ([]string, error) {
-	keys, err := p.scanKeys(ctx, "*"+globEscape(p.prefix)+"*")
+	prefix := p.Key("")
+	keys, err := p.scanKeys(ctx, "*"+globEscape(prefix)+"*")
 	if err != nil {
 		return nil, err
 	}
 	names := make([]string, 0, len(keys))
 	for _, k := range keys {
-		key, ok := k, strings.HasPrefix(k, p.prefix)
+		key, ok := k, strings.HasPrefix(k, prefix)
 		if !ok {
 			key, ok = besideLockKey(k, "paused")
 		}
 		if !ok {
 			key, ok = besideLockKey(k, "runs")
 		}
-		if ok && strings.HasPrefix(key, p.prefix) {
-			names = append(names, key[len(p.prefix):])
+		if ok && strings.HasPrefix(key, prefix) {
+			names = append(names, key[len(prefix):])
 		}
 	}
 	slices.Sort(names)
