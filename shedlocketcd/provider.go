@@ -128,20 +128,16 @@ func (p *Provider) CheckConfig(cfg shedlock.LockConfig) error { return cfg.Valid
 // only if the key is absent; ErrNotAcquired when it is present, and the lease
 // is revoked. With a LockAtLeastFor, a second lease of that length is granted
 // at the same time, for Unlock to move the key to. The lock's fencing token is
-// the revision of the put. An invalid cfg is an error wrapping
+// the revision of the put. The same transaction refuses a name an operator
+// paused (Pause) with an error wrapping shedlock.ErrPaused: it compares the
+// paused key too, no request more. An invalid cfg is an error wrapping
 // shedlock.ErrInvalidConfig, before any request. A failed request is returned
 // as an error, never as a lock.
 func (p *Provider) TryLock(ctx context.Context, cfg shedlock.LockConfig) (shedlock.Lock, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	l, err := p.acquire(ctx, cfg, func(key string, put clientv3.Op) (*clientv3.TxnResponse, bool, error) {
-		resp, err := p.client.Txn(ctx).
-			If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-			Then(put).
-			Commit()
-		return resp, err == nil && resp.Succeeded, err
-	})
+	l, err := p.acquire(ctx, cfg, p.takeUnpaused(ctx, cfg.Name))
 	if err != nil {
 		return nil, err
 	}

@@ -58,13 +58,16 @@ func (p *Provider) TryLockFire(ctx context.Context, cfg shedlock.LockConfig, fir
 	}
 	fl := &fireLock{lock: l, fired: FiredKey(l.keys[0]), fire: fire.UnixMilli()}
 	var err error
-	l.fence, err = p.fireAcquire.Run(ctx, p.client, []string{l.keys[0], l.keys[1], fl.fired}, l.set[2], l.set[5], fl.fire).Int64()
+	l.fence, err = p.fireAcquire.Run(ctx, p.client, []string{l.keys[0], l.keys[1], fl.fired, l.keys[2]}, l.set[2], l.set[5], fl.fire).Int64()
 	l.acquired = time.Now()
 	if errors.Is(err, redis.Nil) {
 		return nil, shedlock.ErrNotAcquired
 	}
 	if err != nil {
 		return nil, fmt.Errorf("shedlock: acquire %q: %w", cfg.Name, withContext(ctx, err))
+	}
+	if l.fence == pausedReply {
+		return nil, shedlock.ErrPaused
 	}
 	return fl, nil
 }

@@ -143,7 +143,9 @@ func (p *Provider) CheckConfig(cfg shedlock.LockConfig) error { return cfg.Valid
 // TryLock makes one attempt to take cfg's lock, with SET key value NX PX
 // <LockAtMostFor in ms, rounded up>: ErrNotAcquired when the key exists. The
 // SET runs in a script that also writes the lock's fencing token (see
-// shedlock.FenceOf and FenceKey), in the same round trip. An invalid cfg is an
+// shedlock.FenceOf and FenceKey), in the same round trip, and that first
+// refuses a name an operator paused (Pause) with shedlock.ErrPaused, reading
+// its PausedKey: no round trip more. An invalid cfg is an
 // error wrapping shedlock.ErrInvalidConfig, before any command. A failed
 // command is returned as an error, never as a lock.
 //
@@ -175,6 +177,9 @@ func (p *Provider) TryLock(ctx context.Context, cfg shedlock.LockConfig) (shedlo
 	if err != nil {
 		return nil, fmt.Errorf("shedlock: acquire %q: %w", cfg.Name, withContext(ctx, err))
 	}
+	if l.fence == pausedReply {
+		return nil, shedlock.ErrPaused
+	}
 	return l, nil
 }
 
@@ -183,7 +188,7 @@ func (p *Provider) TryLock(ctx context.Context, cfg shedlock.LockConfig) (shedlo
 func (p *Provider) newLock(cfg shedlock.LockConfig) *lock {
 	l := &lock{p: p, name: cfg.Name, ttl: millis(cfg.LockAtMostFor), least: millis(cfg.LockAtLeastFor)}
 	var key string
-	key, l.value, l.keys[1], l.releaseKeys[1] = p.keyValue(cfg.Name)
+	key, l.value, l.keys[1], l.releaseKeys[1], l.keys[2] = p.keyValue(cfg.Name)
 	l.keys[0], l.releaseKeys[0] = key, key
 	l.set = [...]any{"set", key, l.value, "nx", "px", l.ttl}
 	l.release = [...]any{l.set[2], nil, l.set[5]}
@@ -224,12 +229,12 @@ func withContext(ctx context.Context, err error) error {
 }
 
 // keyValue returns the key of the lock named name, a value no other
-// acquisition has, and the key's fence key (see FenceKey) and released key
-// (see releasedKey). The value is Java's form, ADDED:<time>@<lockedBy>:<token>,
+// acquisition has, and the key's fence key (see FenceKey), released key
+// (see releasedKey) and paused key (see PausedKey). The value is Java's form, ADDED:<time>@<lockedBy>:<token>,
 // where the token is this provider's random token and a count of its
-// acquisitions. All four are cut from one string, one allocation, unless the
+// acquisitions. All five are cut from one string, one allocation, unless the
 // key has a brace.
-func (p *Provider) keyValue(name string) (key, value, fence, released string) {
+func (p *Provider) keyValue(name string) (key, value, fence, released, paused string) {
 	var buf [320]byte
 	b := append(buf[:0], p.prefix...)
 	b = append(b, name...)
@@ -251,12 +256,18 @@ func (p *Provider) keyValue(name string) (key, value, fence, released string) {
 		b = append(b, b[:n]...)
 		b = append(b, "}:released"...)
 	}
+	r := len(b)
+	if !braces {
+		b = append(b, '{')
+		b = append(b, b[:n]...)
+		b = append(b, "}:paused"...)
+	}
 	s := string(b)
 	key, value = s[:n], s[n:m]
 	if braces {
-		return key, value, FenceKey(key), releasedKey(key)
+		return key, value, FenceKey(key), releasedKey(key), PausedKey(key)
 	}
-	return key, value, s[m:f], s[f:]
+	return key, value, s[m:f], s[f:r], s[r:]
 }
 
 // millis returns d in whole milliseconds, rounded up: a lock is never shorter
