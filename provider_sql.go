@@ -215,9 +215,10 @@ func (p *sqlProvider) RunRequests(ctx context.Context, names []string) (map[stri
 }
 
 // RunDone marks one run request of name run, if one is left, in one
-// statement that counts it only while held, a lock this provider's TryLock
-// or TryLockBatch returned for name (or one that stands for it, see
-// storeLocker), still holds it unexpired; ErrLockLost otherwise. See
+// statement that counts it only while held, a lock a SQL provider of this
+// package returned for name (or one that stands for it, see storeLocker),
+// still holds it unexpired, and only once per acquisition (a RunDone sent
+// again marks nothing more); ErrLockLost when held no longer holds it. See
 // [RunRequester].
 func (p *sqlProvider) RunDone(ctx context.Context, name string, held Lock) error {
 	if s, ok := held.(storeLocker); ok {
@@ -225,7 +226,7 @@ func (p *sqlProvider) RunDone(ctx context.Context, name string, held Lock) error
 	}
 	l, ok := held.(*sqlstore.Lock)
 	if !ok {
-		return fmt.Errorf("%w: run done for %q: the lock (%T) was not taken by this provider", ErrInvalidConfig, name, held)
+		return fmt.Errorf("%w: run done for %q: the lock (%T) was not taken by a SQL provider", ErrInvalidConfig, name, held)
 	}
 	return p.engine.RunDone(ctx, name, l)
 }

@@ -79,7 +79,8 @@ var mysqlMigrations = migrationStore{
 	fence:       "fence bigint(20) NULL DEFAULT null",
 	lastSuccess: "last_success bigint(20) NULL DEFAULT null",
 	control: []string{"paused_at bigint(20) NULL DEFAULT null", "paused_until bigint(20) NULL DEFAULT null",
-		"runs_requested bigint(20) NULL DEFAULT null", "runs_done bigint(20) NULL DEFAULT null"},
+		"runs_requested bigint(20) NULL DEFAULT null", "runs_done bigint(20) NULL DEFAULT null",
+		"runs_done_by varchar(255) NULL DEFAULT null"},
 	javaInsert: "INSERT INTO shedlock (name, lock_until, locked_at, locked_by) " +
 		"VALUES (?, TIMESTAMPADD(MINUTE, 1, UTC_TIMESTAMP(3)), UTC_TIMESTAMP(3), 'java-pod')",
 	tableExists: func(t *testing.T, db *sql.DB, table string) bool {
@@ -118,7 +119,8 @@ var postgresMigrations = migrationStore{
 	},
 	fence:       "fence bigint",
 	lastSuccess: "last_success bigint",
-	control:     []string{"paused_at bigint", "paused_until bigint", "runs_requested bigint", "runs_done bigint"},
+	control: []string{"paused_at bigint", "paused_until bigint", "runs_requested bigint", "runs_done bigint",
+		"runs_done_by character varying(255)"},
 	javaInsert: "INSERT INTO shedlock (name, lock_until, locked_at, locked_by) " +
 		"VALUES ($1, now() AT TIME ZONE 'UTC' + interval '1 minute', now() AT TIME ZONE 'UTC', 'java-pod')",
 	tableExists: func(t *testing.T, db *sql.DB, table string) bool {
@@ -153,7 +155,8 @@ var sqliteMigrations = migrationStore{
 	},
 	fence:       "fence BIGINT",
 	lastSuccess: "last_success BIGINT",
-	control:     []string{"paused_at BIGINT", "paused_until BIGINT", "runs_requested BIGINT", "runs_done BIGINT"},
+	control: []string{"paused_at BIGINT", "paused_until BIGINT", "runs_requested BIGINT", "runs_done BIGINT",
+		"runs_done_by VARCHAR(255)"},
 	javaInsert: "INSERT INTO shedlock (name, lock_until, locked_at, locked_by) VALUES " +
 		"(?, strftime('%Y-%m-%d %H:%M:%f', 'now', '+1 minute'), strftime('%Y-%m-%d %H:%M:%f', 'now'), 'java-pod')",
 	tableExists: func(t *testing.T, db *sql.DB, table string) bool {

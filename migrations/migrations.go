@@ -41,17 +41,18 @@
 //     releases the run's lock. Jobs without CatchUp never read or write it,
 //     and Java ShedLock pods keep working on the table; a table without it
 //     refuses CatchUp jobs only, with an error that names this migration.
-//   - 0004 adds four BIGINT columns (NULL allowed), where an operator's pause
-//     and run-now requests are kept (shedlock.Controller): paused_at and
-//     paused_until (milliseconds since 1970 by the database's clock; a NULL
-//     paused_until is a pause until resumed), runs_requested and runs_done
-//     (counts that only grow; their difference is the runs pending). A
-//     provider's acquiring statement refuses a paused job itself, with no
-//     statement more. Java ShedLock pods keep working on the table (their
-//     INSERT names none of the columns) but do not honour a pause. MySQL and
-//     PostgreSQL add the four columns in one ALTER TABLE, SQLite in four. A
-//     table without them keeps working as before, and pause and run-now
-//     fail with an error that names this migration.
+//   - 0004 adds five columns (NULL allowed), where an operator's pause and
+//     run-now requests are kept (shedlock.Controller): paused_at and
+//     paused_until (BIGINT, milliseconds since 1970 by the database's clock;
+//     a NULL paused_until is a pause until resumed), runs_requested and
+//     runs_done (BIGINT counts that only grow; their difference is the runs
+//     pending) and runs_done_by (VARCHAR(255), the token of the acquisition
+//     that marked a run done last). A provider's acquiring statement refuses
+//     a paused job itself, with no statement more. Java ShedLock pods keep
+//     working on the table (their INSERT names none of the columns) but do
+//     not honour a pause. MySQL and PostgreSQL add the columns in one ALTER
+//     TABLE, SQLite in five. A table without them keeps working as before,
+//     and pause and run-now fail with an error that names this migration.
 //
 // A provider looks for the columns when it first uses the table: one that
 // started before 0002 ran goes on without tokens until it is made anew or closed

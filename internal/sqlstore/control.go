@@ -9,20 +9,28 @@ import (
 	"github.com/shedlock-go/shedlock/internal/lockerr"
 )
 
-// ControlColumns are the columns of migration 0004, all BIGINT and NULL
-// allowed, so that Java ShedLock's INSERT, which names none of them, keeps
-// working:
+// ControlColumns are the columns of migration 0004, NULL allowed, so that
+// Java ShedLock's INSERT, which names none of them, keeps working:
 //
-//   - paused_at: when an operator paused the job, in milliseconds since 1970
-//     by the database's clock; NULL when it is not paused.
-//   - paused_until: when the pause ends, in the same unit; NULL while paused
-//     until resumed. A number, not a TIMESTAMP: MySQL's ends in 2038.
-//   - runs_requested: how many runs RunNow asked for, ever.
-//   - runs_done: how many of them ran (RunDone); the difference is pending.
+//   - paused_at (BIGINT): when an operator paused the job, in milliseconds
+//     since 1970 by the database's clock; NULL when it is not paused.
+//   - paused_until (BIGINT): when the pause ends, in the same unit; NULL
+//     while paused until resumed. A number, not a TIMESTAMP: MySQL's ends in
+//     2038.
+//   - runs_requested (BIGINT): how many runs RunNow asked for, ever.
+//   - runs_done (BIGINT): how many of them ran (RunDone); the difference is
+//     pending.
+//   - runs_done_by (VARCHAR(255), as locked_by): the token of the
+//     acquisition that marked a run done last, so that one acquisition marks
+//     at most one, even when its RunDone is sent again.
 //
 // Both counts only grow, so that a request is never lost to a race between
 // an operator's RunNow and a run's RunDone.
-var ControlColumns = []string{"paused_at", "paused_until", "runs_requested", "runs_done"}
+var ControlColumns = []string{"paused_at", "paused_until", "runs_requested", "runs_done", RunsDoneByColumn}
+
+// RunsDoneByColumn is the one of ControlColumns that holds a token, not a
+// number.
+const RunsDoneByColumn = "runs_done_by"
 
 // ControlMigration is the migration that adds ControlColumns.
 const ControlMigration = "0004_add_control"
@@ -44,8 +52,9 @@ type ControlStore interface {
 	// RunRequests returns the pending requests of those of names that have
 	// some, by the name as given, with one statement.
 	RunRequests(ctx context.Context, names []string) (map[string]int64, error)
-	// RunDone counts one more run done for a's name, if one is pending, while
-	// a's token holds the unexpired lock; false when it does not.
+	// RunDone counts one more run done for a's name, if one is pending and
+	// a's token has marked none yet, while a's token holds the unexpired lock;
+	// false when it does not.
 	RunDone(ctx context.Context, a Args) (bool, error)
 }
 
@@ -147,12 +156,14 @@ func (e *Engine) RunRequests(ctx context.Context, names []string) (map[string]in
 	return got, nil
 }
 
-// RunDone counts one run of name done, if one is pending, while l, a lock of
-// this engine on name, still holds it; lockerr.LockLost when it does not.
+// RunDone counts one run of name done, if one is pending, while l, a lock on
+// name of any SQL provider, still holds it, and l has marked none yet (a
+// RunDone sent again); lockerr.LockLost when l no longer holds it. A lock of
+// another table holds no row of this one: lost.
 func (e *Engine) RunDone(ctx context.Context, name string, l *Lock) error {
 	switch {
-	case l == nil || l.e != e:
-		return fmt.Errorf("%w: run done for %q: the lock was not taken by this provider", lockerr.InvalidConfig, name)
+	case l == nil:
+		return fmt.Errorf("%w: run done for %q: no lock", lockerr.InvalidConfig, name)
 	case l.name != name:
 		return fmt.Errorf("%w: run done for %q: the lock given is %q's", lockerr.InvalidConfig, name, l.name)
 	}

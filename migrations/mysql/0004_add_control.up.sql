@@ -1,4 +1,5 @@
 ALTER TABLE shedlock ADD COLUMN paused_at BIGINT NULL,
   ADD COLUMN paused_until BIGINT NULL,
   ADD COLUMN runs_requested BIGINT NULL,
-  ADD COLUMN runs_done BIGINT NULL;
+  ADD COLUMN runs_done BIGINT NULL,
+  ADD COLUMN runs_done_by VARCHAR(255) NULL;

@@ -53,9 +53,12 @@ const (
 	// The same, one name per UNION ALL branch, on a server without JSON_TABLE.
 	runRequestOneSQL = "SELECT CAST(? AS CHAR CHARACTER SET utf8mb4), " + pendingExpr + " FROM {t} WHERE name = ? AND " + hasPending
 	// RunDone counts a run done only while the token holds the unexpired
-	// lock, and only while one is pending.
-	runDoneSQL = "UPDATE {t} SET runs_done = COALESCE(runs_done, 0) + 1 " +
-		"WHERE name = ? AND locked_by = ? AND lock_until > UTC_TIMESTAMP(3) AND COALESCE(runs_done, 0) < COALESCE(runs_requested, 0)"
+	// lock, only while one is pending, and only once per token: the token
+	// that marked it stays in runs_done_by. Its arguments are the token, the
+	// name, the token and the token.
+	runDoneSQL = "UPDATE {t} SET runs_done = COALESCE(runs_done, 0) + 1, runs_done_by = ? " +
+		"WHERE name = ? AND locked_by = ? AND lock_until > UTC_TIMESTAMP(3) AND COALESCE(runs_done, 0) < COALESCE(runs_requested, 0) " +
+		"AND (runs_done_by IS NULL OR runs_done_by <> ?)"
 	// The lock list's control columns (see sqlstore.Caps.ScanRows).
 	locksControlSQL = ", " + pausedSQL + ", paused_until, " + pendingExpr
 
@@ -211,14 +214,13 @@ func (s *Store) RunRequests(ctx context.Context, names []string) (map[string]int
 
 // RunDone counts one run done while a's token holds the unexpired lock. An
 // UPDATE that matched no row reports 0, and so does one that found nothing
-// pending on a pool that counts changed rows: the rare second statement tells
-// which.
+// pending, or this token's mark: the rare second statement tells which.
 func (s *Store) RunDone(ctx context.Context, a sqlstore.Args) (bool, error) {
 	p, err := s.controlled(ctx)
 	if err != nil {
 		return false, err
 	}
-	changed, err := sqlstore.Changed(s.db.ExecContext(ctx, p.sqlOf(runDoneSQL), a.Name, a.Token))
+	changed, err := sqlstore.Changed(s.db.ExecContext(ctx, p.sqlOf(runDoneSQL), a.Token, a.Name, a.Token, a.Token))
 	if err != nil || changed {
 		return changed, nodeError(err)
 	}

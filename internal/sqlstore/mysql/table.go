@@ -115,11 +115,8 @@ func inspectTable(ctx context.Context, db *sql.DB, table string) (*tableInfo, er
 		}
 		t.lastSuccess = true
 	}
-	for _, name := range sqlstore.ControlColumns {
-		if c, ok := cols[name]; ok && c.dataType != "bigint" {
-			return nil, fmt.Errorf("%w: table %s: column %s, want BIGINT, as migration %s adds it: pause times "+
-				"are milliseconds since 1970, run requests counts", lockerr.UnsafeStore, table, c, sqlstore.ControlMigration)
-		}
+	if err := checkControlColumns(table, cols); err != nil {
+		return nil, err
 	}
 	t.missingControl = sqlstore.MissingControl(func(c string) bool { _, ok := cols[c]; return ok })
 	t.control = len(t.missingControl) == 0
@@ -186,6 +183,27 @@ func (t *tableInfo) checkLockedBy(ctx context.Context, db *sql.DB, lockedBy stri
 	if !exact {
 		return fmt.Errorf("%w: table %s: column %s (character set %s) cannot store this provider's owner %q "+
 			"exactly; give a WithLockedBy it can store", lockerr.UnsafeStore, t.display, t.lockedBy, t.lockedBy.charset, lockedBy)
+	}
+	return nil
+}
+
+// checkControlColumns refuses control columns (migration 0004) of another
+// kind than the migration makes: pause times are milliseconds since 1970, run
+// requests counts, and runs_done_by holds tokens, as locked_by does.
+func checkControlColumns(table string, cols map[string]column) error {
+	for _, name := range sqlstore.ControlColumns {
+		c, ok := cols[name]
+		switch {
+		case !ok:
+		case name == sqlstore.RunsDoneByColumn:
+			if lb := cols["locked_by"]; (c.dataType != "varchar" && c.dataType != "char") || c.length < lb.length {
+				return fmt.Errorf("%w: table %s: column %s, want VARCHAR(%d) as locked_by, as migration %s adds it: "+
+					"it holds an acquisition's token", lockerr.UnsafeStore, table, c, lb.length, sqlstore.ControlMigration)
+			}
+		case c.dataType != "bigint":
+			return fmt.Errorf("%w: table %s: column %s, want BIGINT, as migration %s adds it: pause times "+
+				"are milliseconds since 1970, run requests counts", lockerr.UnsafeStore, table, c, sqlstore.ControlMigration)
+		}
 	}
 	return nil
 }

@@ -46,11 +46,13 @@ const (
 	runRequestsSQL = "SELECT b.n, " + pendingExpr + " FROM unnest($1::text::text[]) AS b(n) " +
 		"JOIN {t} AS l ON l.name = b.n WHERE COALESCE(l.runs_requested, 0) > COALESCE(l.runs_done, 0)"
 	// RunDone matches the token's unexpired lock, and counts a run only while
-	// one is pending: PostgreSQL counts every row matched, so one row means
-	// held.
-	runDoneSQL = "UPDATE {t} SET runs_done = COALESCE(runs_done, 0) + " +
-		"CASE WHEN COALESCE(runs_done, 0) < COALESCE(runs_requested, 0) THEN 1 ELSE 0 END " +
+	// one is pending and only once per token, which it leaves in
+	// runs_done_by: PostgreSQL counts every row matched, so one row means
+	// held. Every assignment reads the row as it was.
+	runDoneSQL = "UPDATE {t} SET runs_done = COALESCE(runs_done, 0) + CASE WHEN " + runDoneMark + " THEN 1 ELSE 0 END, " +
+		"runs_done_by = CASE WHEN " + runDoneMark + " THEN $2 ELSE runs_done_by END " +
 		"WHERE name = $1 AND locked_by = $2 AND lock_until > {now}"
+	runDoneMark = "COALESCE(runs_done, 0) < COALESCE(runs_requested, 0) AND runs_done_by IS DISTINCT FROM $2"
 	// The lock list's control columns (see sqlstore.Caps.ScanRows).
 	locksControlSQL = ", {paused}, paused_until, " + pendingExpr
 )

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -61,6 +62,14 @@ func (c column) maxChars() int {
 		return c.typmod - 4
 	}
 	return 0
+}
+
+// holds is how many characters a text column holds, unlimited as the most.
+func (c column) holds() int {
+	if n := c.maxChars(); n > 0 {
+		return n
+	}
+	return math.MaxInt
 }
 
 // precision is a timestamp column's fractional digits.
@@ -152,7 +161,15 @@ func inspectTable(ctx context.Context, db *sql.DB, table, encoding string) (*tab
 		t.lastSuccess = true
 	}
 	for _, name := range sqlstore.ControlColumns {
-		if c, ok := cols[name]; ok && c.typ != "int8" {
+		c, ok := cols[name]
+		switch {
+		case !ok:
+		case name == sqlstore.RunsDoneByColumn:
+			if !slices.Contains([]string{"varchar", "bpchar", "text"}, c.typ) || c.holds() < t.lockedBy.holds() {
+				return nil, fmt.Errorf("%w: table %s: column %s, want %s as locked_by, as migration %s adds it: it holds "+
+					"an acquisition's token", lockerr.UnsafeStore, table, c, t.lockedBy.display, sqlstore.ControlMigration)
+			}
+		case c.typ != "int8":
 			return nil, fmt.Errorf("%w: table %s: column %s, want bigint, as migration %s adds it: pause times "+
 				"are milliseconds since 1970, run requests counts", lockerr.UnsafeStore, table, c, sqlstore.ControlMigration)
 		}

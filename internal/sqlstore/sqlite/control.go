@@ -59,10 +59,13 @@ const (
 	runRequestsSQL = "SELECT b.value, " + pendingExpr + " FROM json_each(?) AS b JOIN {t} AS l ON l.name = b.value " +
 		"WHERE coalesce(l.runs_requested, 0) > coalesce(l.runs_done, 0)"
 	// RunDone matches the token's unexpired lock, and counts a run only while
-	// one is pending: SQLite counts every row matched, so one row means held.
-	runDoneSQL = "UPDATE {t} SET runs_done = coalesce(runs_done, 0) + " +
-		"CASE WHEN coalesce(runs_done, 0) < coalesce(runs_requested, 0) THEN 1 ELSE 0 END " +
-		"WHERE name = ? AND locked_by = ? AND lock_until > " + nowText
+	// one is pending and only once per token, which it leaves in
+	// runs_done_by: SQLite counts every row matched, so one row means held.
+	// Every assignment reads the row as it was.
+	runDoneSQL = "UPDATE {t} SET runs_done = coalesce(runs_done, 0) + CASE WHEN " + runDoneMark + " THEN 1 ELSE 0 END, " +
+		"runs_done_by = CASE WHEN " + runDoneMark + " THEN ?2 ELSE runs_done_by END " +
+		"WHERE name = ?1 AND locked_by = ?2 AND lock_until > " + nowText
+	runDoneMark = "coalesce(runs_done, 0) < coalesce(runs_requested, 0) AND runs_done_by IS NOT ?2"
 	// The lock list's control columns (see sqlstore.Caps.ScanRows).
 	locksControlSQL = ", {paused}, paused_until, " + pendingExpr
 )
