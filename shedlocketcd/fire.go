@@ -27,7 +27,7 @@ const firedWidth = 19
 // run of the lock named name succeeded: shedlock-fired:<env>:<name>, its value
 // the time in milliseconds since 1970, zero-padded to 19 digits. It has no
 // lease: it outlives the locks.
-func (p *Provider) FiredKey(name string) string { return p.firedPrefix + name }
+func (p *Provider) FiredKey(name string) string { return p.fired.Key(name) }
 
 // encodeFire returns fire's value in a fired key.
 func encodeFire(name string, fire time.Time) (string, error) {
@@ -103,11 +103,10 @@ func nestedSucceeded(resp *clientv3.TxnResponse) bool {
 // The fired key, not the hold, keeps a fire time to one run.
 func (l *fireLock) UnlockSucceeded(ctx context.Context, leastFor time.Duration) error {
 	leastFor = max(leastFor, 0) // as Unlock's LockAtLeastFor: none
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.done {
-		return shedlock.ErrLockLost
+	if err := l.hold.Enter(); err != nil {
+		return err
 	}
+	defer l.hold.Exit()
 	if leastFor != l.askedLeast {
 		l.setLeast(ctx, leastFor, true)
 	}

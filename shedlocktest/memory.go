@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/shedlock-go/shedlock"
+	"github.com/shedlock-go/shedlock/internal/lockcfg"
 )
 
 // MemoryStore is a lock table in memory, for tests of code that uses shedlock
@@ -131,7 +132,7 @@ func (l *memoryLock) CheckHeld() error {
 }
 
 func (l *memoryLock) Extend(ctx context.Context, most, least time.Duration) error {
-	if err := (shedlock.LockConfig{Name: l.name, LockAtMostFor: most, LockAtLeastFor: least}).Validate(); err != nil {
+	if err := lockcfg.Durations(l.name, most, least); err != nil { // the name was checked by TryLock
 		return err
 	}
 	if err := ctx.Err(); err != nil {
