@@ -9,6 +9,7 @@ import (
 
 	"github.com/shedlock-go/shedlock"
 	"github.com/shedlock-go/shedlock/internal/kvstore"
+	"github.com/shedlock-go/shedlock/internal/retry"
 )
 
 // lock is one acquisition. Its hold orders its own Unlock and Extend, so an
@@ -79,32 +80,20 @@ func (l *lock) unlock(ctx context.Context, also ...clientv3.Op) error {
 	// is deleted, not left on a lease that a rounded TTL keeps longer.
 	keep := l.least.id != clientv3.NoLease && time.Since(l.acquired) < l.askedLeast &&
 		time.Since(l.least.got) < l.least.ttl
-	var (
-		resp    *clientv3.TxnResponse
-		err     error
-		unknown bool // a try was sent and not answered: it may have been applied
-		wait    = releaseBackoff
-	)
-	for attempt := 0; ; attempt++ {
+	var resp *clientv3.TxnResponse
+	unknown := false // a try was sent and not answered: it may have been applied
+	err := retry.Do(ctx, releaseRetries, releaseBackoff, func() error {
+		var err error
 		resp, err = l.release(ctx, keep, also)
 		if keep && errLeaseNotFound(err) {
 			keep = false
 			resp, err = l.release(ctx, false, also)
 		}
-		if err == nil {
-			break
-		}
-		unknown = true
-		if attempt >= releaseRetries || ctx.Err() != nil {
-			return fmt.Errorf("%w: lock %q: %w", shedlock.ErrReleaseFailed, l.name, err)
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-		case <-t.C:
-		}
-		wait *= 2
+		unknown = unknown || err != nil
+		return err
+	}, nil)
+	if err != nil {
+		return fmt.Errorf("%w: lock %q: %w", shedlock.ErrReleaseFailed, l.name, err)
 	}
 	l.hold.Finish()
 	// The key is on none of these leases now: deleted, moved to the lease of

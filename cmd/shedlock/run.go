@@ -123,7 +123,22 @@ func runCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	if err := c.check(); err != nil {
 		return name, err
 	}
+	if err := commandArgs(name, positional); err != nil {
+		return name, err
+	}
 	return name, command(ctx, c, positional, stdin, stdout, stderr)
+}
+
+// commandArgs refuses arguments the command name does not take: unlock
+// takes a lock's name, the others nothing.
+func commandArgs(name string, args []string) error {
+	switch {
+	case name == "unlock" && len(args) != 1:
+		return usageError{fmt.Sprintf("unlock takes one lock name, got %d arguments", len(args))}
+	case name != "unlock" && len(args) > 0:
+		return usageError{fmt.Sprintf("%s takes no arguments, got %q", name, args)}
+	}
+	return nil
 }
 
 // flags returns a flag set that fills c; each command's set has them all, so

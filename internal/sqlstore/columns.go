@@ -80,10 +80,19 @@ var laterColumns = map[string]struct{ migration, holds string }{
 	LastSuccessColumn: {"0003", "fire times are milliseconds since 1970"},
 }
 
-// Later reports whether the table has name, a column of a later migration
-// (fence, last_success): one whose kind is not bigint, as the catalog names
-// it, is an error naming the migration, with the type spelt as spelt says.
-func (cs *Columns[C]) Later(name, bigint, spelt string) (bool, error) {
+// Later reports whether the table has the columns later migrations add:
+// fence (0002) and last_success (0003). One whose kind is not bigint, as the
+// catalog names it, is an error naming its migration, with the type spelt as
+// spelt says.
+func (cs *Columns[C]) Later(bigint, spelt string) (fence, lastSuccess bool, err error) {
+	if fence, err = cs.later("fence", bigint, spelt); err != nil {
+		return false, false, err
+	}
+	lastSuccess, err = cs.later(LastSuccessColumn, bigint, spelt)
+	return fence, lastSuccess, err
+}
+
+func (cs *Columns[C]) later(name, bigint, spelt string) (bool, error) {
 	c, ok := cs.ByName[name]
 	if !ok {
 		return false, nil

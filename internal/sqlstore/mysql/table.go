@@ -72,10 +72,7 @@ func inspectTable(ctx context.Context, db *sql.DB, table string) (*tableInfo, er
 	if err != nil {
 		return nil, err
 	}
-	if t.fence, err = cols.Later("fence", "bigint", "BIGINT"); err != nil {
-		return nil, err
-	}
-	if t.lastSuccess, err = cols.Later(sqlstore.LastSuccessColumn, "bigint", "BIGINT"); err != nil {
+	if t.fence, t.lastSuccess, err = cols.Later("bigint", "BIGINT"); err != nil {
 		return nil, err
 	}
 	if err := t.checkKinds(); err != nil {

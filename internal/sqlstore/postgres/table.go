@@ -110,10 +110,7 @@ func inspectTable(ctx context.Context, db *sql.DB, table, encoding string) (*tab
 	if err != nil {
 		return nil, err
 	}
-	if t.fence, err = cols.Later("fence", "int8", "bigint"); err != nil {
-		return nil, err
-	}
-	if t.lastSuccess, err = cols.Later(sqlstore.LastSuccessColumn, "int8", "bigint"); err != nil {
+	if t.fence, t.lastSuccess, err = cols.Later("int8", "bigint"); err != nil {
 		return nil, err
 	}
 	if err := t.checkTimes(); err != nil {

@@ -2,8 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"time"
 
 	"github.com/shedlock-go/shedlock/internal/sqlstore"
@@ -52,20 +50,10 @@ func (s *Store) AcquireFire(ctx context.Context, a sqlstore.Args, mostFor time.D
 	if err != nil {
 		return sqlstore.Grant{}, err
 	}
-	st := p.fire[fireUpdate]
 	if !p.fence {
-		ok, err := sqlstore.Changed(st.ExecContext(ctx, mostFor.Milliseconds(), a.Token, a.Name, fire))
-		return sqlstore.Grant{OK: ok}, err
+		return grant(ctx, p.fire[fireUpdate], false, mostFor.Milliseconds(), a.Token, a.Name, fire)
 	}
-	var g sqlstore.Grant
-	switch err := st.QueryRowContext(ctx, mostFor.Milliseconds(), a.Token, hostMicros(), a.Name, fire).Scan(&g.Fence); {
-	case errors.Is(err, sql.ErrNoRows):
-		return sqlstore.Grant{}, nil
-	case err != nil:
-		return sqlstore.Grant{}, err
-	}
-	g.OK = true
-	return g, nil
+	return grant(ctx, p.fire[fireUpdate], true, mostFor.Milliseconds(), a.Token, hostMicros(), a.Name, fire)
 }
 
 // ReleaseFire ends the token's lock, keeping it until leastFor after it was

@@ -186,12 +186,19 @@ func (s *Store) acquire(ctx context.Context, which int, args func(fence bool) []
 	if err != nil {
 		return sqlstore.Grant{}, err
 	}
-	if !p.fence {
-		ok, err := sqlstore.Changed(p.stmts[which].ExecContext(ctx, args(false)...))
+	return grant(ctx, p.stmts[which], p.fence, args(p.fence)...)
+}
+
+// grant runs st, an acquiring statement: with the fence column (fence), it
+// returns the token, the proof that it took the row; without, its count of
+// rows changed is.
+func grant(ctx context.Context, st *sql.Stmt, fence bool, args ...any) (sqlstore.Grant, error) {
+	if !fence {
+		ok, err := sqlstore.Changed(st.ExecContext(ctx, args...))
 		return sqlstore.Grant{OK: ok}, err
 	}
 	var g sqlstore.Grant
-	switch err := p.stmts[which].QueryRowContext(ctx, args(true)...).Scan(&g.Fence); {
+	switch err := st.QueryRowContext(ctx, args...).Scan(&g.Fence); {
 	case errors.Is(err, sql.ErrNoRows):
 		return sqlstore.Grant{}, nil
 	case err != nil:
