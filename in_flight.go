@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/shedlock-go/shedlock/internal/inflight"
@@ -14,13 +15,6 @@ import (
 
 // errLate stands for an attempt past its fire time's window.
 var errLate = inflight.ErrLate
-
-// PoolSizer is a LockProvider that can tell the most connections its client
-// opens at once. The SQL providers report their *sql.DB's MaxOpenConnections
-// (0: no limit), shedlockredis its client's PoolSize.
-type PoolSizer interface {
-	PoolSize() int
-}
 
 // defaultInFlight bounds an executor's statements in flight when its provider
 // does not tell its pool's size, or has no limit (database/sql's default).
@@ -32,49 +26,6 @@ const defaultInFlight = 8
 // inflight.Slots), are mostly different jobs taken side by side, rather than
 // a few large batches that each wait for the rows of the one before.
 const maxBatch = 64
-
-// WithMaxInFlight bounds the executor's statements in flight at once to n. By
-// default n is the provider's pool size (PoolSizer), read at the first
-// attempt, or 8 when it has none. Attempts, in batches, alone or for a
-// CatchUp run's fire time, use at most n-1 of them (1 when n is 1), so that
-// one connection stays free for releases and extensions, which
-// never wait for attempts: a lock this instance holds is kept and freed in one
-// statement's time, even while every attempt hangs on rows another
-// transaction holds; they go before waiting attempts when a statement ends,
-// and keep to the bound of n too, so that a herd's winners releasing at once do
-// not open a connection each. With n = 1, one attempt and one release or
-// extension may be in flight. n must be >= 1.
-//
-// The bound cannot give the pool a connection it does not have: with a pool
-// of one connection (db.SetMaxOpenConns(1)), an attempt hung on a row keeps
-// it, and a release or an extension waits for it, up to the acquire timeout.
-// The executor warns of such a pool at construction and at its first
-// attempt: give it at least 2 connections.
-//
-// Attempts beyond the bound wait, and go together: when one ends, the next
-// takes the queue with it, up to 64 attempts, in one batch statement where
-// the provider can (BatchLocker), else one at a time. Attempts on names whose
-// last attempt here took the lock go first, then the others, each instance
-// going round the names from a place of its own, so that at a tick the
-// instances' first batches are mostly different jobs; the others do not wait
-// for won-last attempts in flight while a slot is free. An attempt that finds
-// a slot free and no queue goes at once, alone. Each attempt in a batch keeps
-// its own acquire timeout (WithAcquireTimeout).
-//
-// Size it as the pool: with N pods each firing M jobs at one tick, each pod
-// opens at most n connections, and the store sees about N×M/64 batch
-// statements rather than N×M; the store must allow N×n connections besides
-// its other clients. An executor bounds only its own statements: tasks that
-// use the same pool, and other executors on it, add to it.
-func WithMaxInFlight(n int) ExecutorOption {
-	return func(o *executorOptions) error {
-		if n < 1 {
-			return fmt.Errorf("%w: WithMaxInFlight(%d): must be >= 1", ErrInvalidOption, n)
-		}
-		o.maxInFlight = n
-		return nil
-	}
-}
 
 // validLocker is a provider that can skip what LockConfig.Validate checks,
 // for configs the executor has validated: a config is validated once per
@@ -274,4 +225,47 @@ func (as *attempts) warnPoolOfOne() {
 			"transaction holds keeps it, and a held lock's release or extension waits for it; " +
 			"give the pool at least 2 connections (e.g. db.SetMaxOpenConns(2))")
 	})
+}
+
+// attempt is one run's try for its lock while it waits for a slot, and the
+// answer its batch's leader leaves it.
+type attempt struct {
+	ctx      context.Context
+	cfg      LockConfig
+	end      time.Time // the window's end; zero: none
+	deadline time.Time // its acquire timeout's end: it leaves its batch then
+	answer   chan LockResult
+
+	mu    sync.Mutex
+	gone  bool      // its caller left before the answer: a lock taken for it is released
+	batch *batchRun // the batch sending it, once sent
+}
+
+// batchRun is one batch statement under way. Its context ends at the latest
+// of its members' deadlines, or as soon as every member has left: nobody
+// wants what it would take.
+type batchRun struct {
+	members atomic.Int32 // members still waiting for the answer
+	cancel  context.CancelFunc
+}
+
+// leave counts a member out; the last one ends the statement.
+func (b *batchRun) leave() {
+	if b.members.Add(-1) == 0 {
+		b.cancel()
+	}
+}
+
+// join makes b the batch sending a, or counts a out of it at once if its
+// caller has already left.
+func (a *attempt) join(b *batchRun) {
+	a.mu.Lock()
+	gone := a.gone
+	if !gone {
+		a.batch = b
+	}
+	a.mu.Unlock()
+	if gone {
+		b.leave()
+	}
 }

@@ -175,9 +175,13 @@ const (
 	// ContextWithFireTime): another instance may have run this fire time and
 	// released the lock already.
 	SkipLate
+	// SkipPaused: an operator paused the job (Controller.Pause); the store
+	// refused the attempt with ErrPaused.
+	SkipPaused
 )
 
-var skipReasonNames = [...]string{SkipHeldElsewhere: "held_elsewhere", SkipRunningHere: "running_here", SkipLate: "late"}
+var skipReasonNames = [...]string{SkipHeldElsewhere: "held_elsewhere", SkipRunningHere: "running_here", SkipLate: "late",
+	SkipPaused: "paused"}
 
 func (r SkipReason) String() string { return enumName(skipReasonNames[:], int(r), "SkipReason") }
 

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/shedlock-go/shedlock/internal/lockend"
 	"github.com/shedlock-go/shedlock/internal/lockerr"
 	"github.com/shedlock-go/shedlock/internal/retry"
 )
@@ -31,7 +32,7 @@ type Lock struct {
 
 func (e *Engine) grant(name string, args Args, fence int64, sent time.Time, mostFor, leastFor time.Duration) *Lock {
 	l := &Lock{e: e, name: name, args: args, fence: fence, leastFor: ceilMillis(leastFor), turn: make(chan struct{}, 1), taken: sent}
-	l.ends.Store(int64(mostFor - endMargin(mostFor)))
+	l.ends.Store(int64(mostFor - lockend.Margin(mostFor)))
 	return l
 }
 
@@ -118,17 +119,8 @@ func (l *Lock) Extend(ctx context.Context, lockAtMostFor, lockAtLeastFor time.Du
 		return lockerr.LockLost
 	}
 	l.leastFor = ceilMillis(lockAtLeastFor)
-	l.ends.Store(int64(sent.Sub(l.taken) + most - endMargin(most)))
+	l.ends.Store(int64(sent.Sub(l.taken) + most - lockend.Margin(most)))
 	return nil
-}
-
-// endMargin is how much sooner than its LockAtMostFor after the statement was
-// sent CheckHeld takes a lock to have ended: stores count the end from their
-// own now, kept to the millisecond and cut down to it (MySQL's
-// UTC_TIMESTAMP(3)), so the store's end can come a little before the one
-// counted here.
-func endMargin(mostFor time.Duration) time.Duration {
-	return max(min(mostFor/10, 5*time.Second), 2*time.Millisecond)
 }
 
 // CheckHeld reports, without asking the store, whether the lock can still be
