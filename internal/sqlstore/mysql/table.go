@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/shedlock-go/shedlock/internal/lockerr"
 	"github.com/shedlock-go/shedlock/internal/sqlstore"
@@ -144,11 +143,9 @@ func (t *tableInfo) nameCheckOf(v string) string {
 // checkLockedBy refuses a locked_by column that cannot store this provider's
 // tokens exactly: a cut or changed token could match another provider's.
 func (t *tableInfo) checkLockedBy(ctx context.Context, db *sql.DB, lockedBy string) error {
-	longest := lockedBy + ".18446744073709551615"
-	if n := utf8.RuneCountInString(longest); n > t.lockedBy.length {
-		return fmt.Errorf("%w: table %s: column %s is too short for this provider's owner %q (%d characters "+
-			"with the acquisition number); widen it to VARCHAR(255) or give a shorter WithLockedBy",
-			lockerr.UnsafeStore, t.display, t.lockedBy, lockedBy, n)
+	longest, err := sqlstore.TokenFits(t.display, t.lockedBy, lockedBy, t.lockedBy.length, "VARCHAR(255)")
+	if err != nil {
+		return err
 	}
 	var exact bool
 	if err := db.QueryRowContext(ctx, "SELECT "+exactIn(t.lockedBy), longest, longest).Scan(&exact); err != nil {

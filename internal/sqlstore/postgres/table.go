@@ -147,11 +147,10 @@ func (t *tableInfo) checkTimes() error {
 // checkLockedBy refuses a locked_by column that cannot store this provider's
 // tokens exactly: a cut token could match another acquisition's.
 func (t *tableInfo) checkLockedBy(lockedBy string) error {
-	longest := lockedBy + ".18446744073709551615"
-	if n, max := utf8.RuneCountInString(longest), t.lockedBy.maxChars(); max > 0 && n > max {
-		return fmt.Errorf("%w: table %s: column %s is too short for this provider's owner %q (%d characters "+
-			"with the acquisition number); widen it to varchar(255) or give a shorter WithLockedBy",
-			lockerr.UnsafeStore, t.display, t.lockedBy, lockedBy, n)
+	if max := t.lockedBy.maxChars(); max > 0 { // 0: text, or varchar without a length
+		if _, err := sqlstore.TokenFits(t.display, t.lockedBy, lockedBy, max, "varchar(255)"); err != nil {
+			return err
+		}
 	}
 	if why := t.unstorable(lockedBy); why != "" {
 		return fmt.Errorf("%w: table %s: column %s cannot store this provider's owner %q: %s; give a "+
