@@ -117,7 +117,33 @@ func (e *Executor) runFire(ctx context.Context, cfg LockConfig, task func(ctx co
 		r.emit(r.acquired(lockEnd(r.start, cfg.LockAtMostFor)), r.start)
 		return false, errors.Join(ErrStopped, r.release(lock, false))
 	}
+	if rr != nil && !r.requestLeft(lock) {
+		return false, r.skip(SkipRunNowDone, "its run-now request was run elsewhere")
+	}
 	return true, r.runHeld(lock, task, o.keepAlive)
+}
+
+// requestLeft reports whether the run-now request the run was made for is
+// still there once the lock is taken: another instance may have run the last
+// one since the check found it, and marked it run before releasing the lock
+// this run took. Without one, the lock is released, with no events: the run
+// reports a skip.
+func (r *run) requestLeft(lock Lock) bool {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), r.e.releaseTimeout)
+	defer cancel()
+	pending, err := r.requested.RunRequests(ctx, []string{r.cfg.Name})
+	if err == nil && pending[r.cfg.Name] > 0 {
+		return true
+	}
+	if err != nil {
+		r.e.log.WarnContext(r.ctx, "shedlock: could not ask whether a run-now request is left; not run now",
+			"lock", r.cfg.Name, "error", err)
+	}
+	if err := r.e.attempts.unlock(ctx, lock); err != nil {
+		r.e.log.WarnContext(r.ctx, "shedlock: release failed; the lock stays held until its lock_until",
+			"lock", r.cfg.Name, "error", err)
+	}
+	return false
 }
 
 // skipLate reports an attempt of a Schedule'd job made too late for a hold

@@ -14,32 +14,34 @@ import (
 
 // Locks returns every lock of the provider's env, by name: the keys
 // shedlock:<env>:*, each with what is left of its lease by the cluster's
-// clock, rounded up to the second. A key exists only while held, and is held
-// while it exists: etcd deletes it when its lease ends.
+// clock, rounded up to the second, and every name paused or with run-now
+// requests (its Control; see Pause and RunNow), held or not, all read in one
+// request. A key exists only while held, and is held while it exists: etcd
+// deletes it when its lease ends.
 func (p *Provider) Locks(ctx context.Context) ([]shedlock.LockInfo, error) {
-	resp, err := p.client.Get(ctx, p.keys.Prefix(), clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend))
+	locks, paused, runs, err := p.readNames(ctx, "", true)
 	if err != nil {
-		return nil, fmt.Errorf("shedlock: list locks %s*: %w", p.keys.Prefix(), err)
+		return nil, fmt.Errorf("shedlock: list locks %s*: %w", p.Key(""), err)
 	}
-	infos := make([]shedlock.LockInfo, 0, len(resp.Kvs))
-	for _, kv := range resp.Kvs {
-		info, err := p.info(ctx, kv)
-		if err != nil {
-			return nil, err
-		}
-		infos = append(infos, info)
-	}
-	return infos, nil
+	return p.lockInfos(ctx, locks, paused, runs)
 }
 
-// Inspect returns the lock of exactly this name; ErrLockNotFound when its
-// key is absent (nobody holds it).
+// Inspect returns the lock of exactly this name, with its Control;
+// ErrLockNotFound when its key is absent (nobody holds it) and it is neither
+// paused nor has run-now requests.
 func (p *Provider) Inspect(ctx context.Context, name string) (shedlock.LockInfo, error) {
-	kv, err := p.get(ctx, name)
+	locks, paused, runs, err := p.readNames(ctx, name, false)
+	if err != nil {
+		return shedlock.LockInfo{}, fmt.Errorf("shedlock: read lock %q: %w", name, err)
+	}
+	infos, err := p.lockInfos(ctx, locks, paused, runs)
 	if err != nil {
 		return shedlock.LockInfo{}, err
 	}
-	return p.info(ctx, kv)
+	if len(infos) == 0 {
+		return shedlock.LockInfo{}, p.notFound(name)
+	}
+	return infos[0], nil
 }
 
 // ForceUnlock deletes the key of exactly this name whoever holds it, and

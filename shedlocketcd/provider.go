@@ -23,7 +23,6 @@ const KeyPrefix = "shedlock"
 type Provider struct {
 	client *clientv3.Client
 	keys   kvstore.Space    // shedlock:<env>:
-	fired  kvstore.Space    // shedlock-fired:<env>:
 	owner  *kvstore.Owner   // values ADDED:<time>@<lockedBy>#<token of this provider>.<count>
 	minTTL atomic.Int64     // the cluster's minimum lease TTL in seconds, as its grants showed it
 	probe  probe            // learns minTTL before the first hold is sized
@@ -49,7 +48,6 @@ func NewProvider(client *clientv3.Client, opts ...Option) (*Provider, error) {
 	p := &Provider{
 		client: client,
 		keys:   kvstore.NewSpace(KeyPrefix, o.Env),
-		fired:  kvstore.NewSpace(FiredPrefix, o.Env),
 		owner:  kvstore.NewOwner(o.LockedBy, '#', '.'),
 		now:    time.Now,
 	}
@@ -104,20 +102,16 @@ func (p *Provider) CheckConfig(cfg shedlock.LockConfig) error { return cfg.Valid
 // only if the key is absent; ErrNotAcquired when it is present, and the lease
 // is revoked. With a LockAtLeastFor, a second lease of that length is granted
 // at the same time, for Unlock to move the key to. The lock's fencing token is
-// the revision of the put. An invalid cfg is an error wrapping
+// the revision of the put. The same transaction refuses a name an operator
+// paused (Pause) with an error wrapping shedlock.ErrPaused: it compares the
+// paused key too, no request more. An invalid cfg is an error wrapping
 // shedlock.ErrInvalidConfig, before any request. A failed request is returned
 // as an error, never as a lock.
 func (p *Provider) TryLock(ctx context.Context, cfg shedlock.LockConfig) (shedlock.Lock, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	l, err := p.acquire(ctx, cfg, func(key string, put clientv3.Op) (*clientv3.TxnResponse, bool, error) {
-		resp, err := p.client.Txn(ctx).
-			If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-			Then(put).
-			Commit()
-		return resp, err == nil && resp.Succeeded, err
-	})
+	l, err := p.acquire(ctx, cfg, p.takeUnpaused(ctx, cfg.Name))
 	if err != nil {
 		return nil, err
 	}

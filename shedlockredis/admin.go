@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -34,15 +33,16 @@ const forceUnlockAttempts = 5
 // scanCount is the COUNT hint of each SCAN, and the keys read per pipeline.
 const scanCount = 500
 
-// Locks returns every held lock of the provider's env, by name, read by
+// Locks returns every held lock of the provider's env, by name, and every
+// name paused or with run-now requests (its Control), held or not, read by
 // SCAN on every primary (each of a Cluster). See [shedlock.Admin].
 func (p *Provider) Locks(ctx context.Context) ([]shedlock.LockInfo, error) {
-	keys, err := p.lockKeys(ctx)
+	names, err := p.lockNames(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("shedlock: read the locks of %s: %w", p.where(), withContext(ctx, err))
 	}
-	locks := make([]shedlock.LockInfo, 0, len(keys))
-	for chunk := range slices.Chunk(keys, scanCount) {
+	locks := make([]shedlock.LockInfo, 0, len(names))
+	for chunk := range slices.Chunk(names, scanCount) {
 		read, err := p.readLocks(ctx, chunk)
 		if err != nil {
 			return nil, fmt.Errorf("shedlock: read the locks of %s: %w", p.where(), withContext(ctx, err))
@@ -54,8 +54,9 @@ func (p *Provider) Locks(ctx context.Context) ([]shedlock.LockInfo, error) {
 	return locks, nil
 }
 
-// Inspect returns the lock of exactly name; shedlock.ErrLockNotFound when it
-// has no key (nobody holds it). See [shedlock.Admin].
+// Inspect returns the lock of exactly name, with its Control;
+// shedlock.ErrLockNotFound when it has no key (nobody holds it) and is
+// neither paused nor has run-now requests. See [shedlock.Admin].
 func (p *Provider) Inspect(ctx context.Context, name string) (shedlock.LockInfo, error) {
 	l, err := p.readLock(ctx, name)
 	return l.LockInfo, err
@@ -66,7 +67,7 @@ func (p *Provider) readLock(ctx context.Context, name string) (storedLock, error
 	if name == "" {
 		return storedLock{}, fmt.Errorf("%w: the name is empty", shedlock.ErrLockNotFound)
 	}
-	locks, err := p.readLocks(ctx, []string{p.Key(name)})
+	locks, err := p.readLocks(ctx, []string{name})
 	if err != nil {
 		return storedLock{}, fmt.Errorf("shedlock: read lock %q of %s: %w", name, p.where(), withContext(ctx, err))
 	}
@@ -76,7 +77,8 @@ func (p *Provider) readLock(ctx context.Context, name string) (storedLock, error
 	return locks[0], nil
 }
 
-// storedLock is a lock as read, and the value its key held.
+// storedLock is a lock as read, and the value its key held: "" when it has
+// no key, and is listed for its Control.
 type storedLock struct {
 	shedlock.LockInfo
 	value string
@@ -108,6 +110,9 @@ func (p *Provider) ForceUnlock(ctx context.Context, name string) (shedlock.LockI
 func (p *Provider) ForceUnlockSeen(ctx context.Context, seen shedlock.LockInfo) (shedlock.LockInfo, error) {
 	for range forceUnlockAttempts {
 		now, err := p.readLock(ctx, seen.Name)
+		if err == nil && now.value == "" {
+			err = p.notFound(seen.Name)
+		}
 		if err != nil {
 			return shedlock.LockInfo{}, err
 		}
@@ -176,68 +181,6 @@ func (p *Provider) deleteIf(ctx context.Context, name, want string) (info shedlo
 	value, _ := reply[1].(string)
 	pttl, _ := reply[2].(int64)
 	return lockInfo(name, value, pttl, now), reply[0] == int64(1), nil
-}
-
-// lockKeys returns the keys of the provider's env on every primary, sorted,
-// each once (SCAN may return a key twice).
-func (p *Provider) lockKeys(ctx context.Context) ([]string, error) {
-	var mu sync.Mutex
-	var keys []string
-	match := globEscape(p.keys.Prefix()) + "*"
-	scan := func(ctx context.Context, c redis.UniversalClient) error {
-		iter := c.Scan(ctx, 0, match, scanCount).Iterator()
-		for iter.Next(ctx) {
-			mu.Lock()
-			keys = append(keys, iter.Val())
-			mu.Unlock()
-		}
-		return iter.Err()
-	}
-	var err error
-	switch c := p.client.(type) {
-	case *redis.ClusterClient:
-		err = c.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return scan(ctx, c) })
-	case *redis.Ring:
-		err = c.ForEachShard(ctx, func(ctx context.Context, c *redis.Client) error { return scan(ctx, c) })
-	default:
-		err = scan(ctx, p.client)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("scan keys %s: %w", match, err)
-	}
-	slices.Sort(keys)
-	return slices.Compact(keys), nil
-}
-
-// readLocks returns the locks of the keys that exist, in the order given, each
-// value read with its PTTL in one step, and the ends by the server's clock.
-func (p *Provider) readLocks(ctx context.Context, keys []string) ([]storedLock, error) {
-	now, err := p.client.Time(ctx).Result()
-	if err != nil {
-		return nil, fmt.Errorf("read the server's clock: %w", err)
-	}
-	pipe := p.client.Pipeline()
-	reads := make([]*redis.Cmd, len(keys))
-	for i, k := range keys {
-		reads[i] = pipe.Eval(ctx, readScript, []string{k})
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return nil, err
-	}
-	var locks []storedLock
-	for i, k := range keys {
-		reply, err := reads[i].Slice()
-		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", k, err)
-		}
-		if len(reply) != 2 {
-			continue // expired or freed since the SCAN
-		}
-		value, _ := reply[0].(string)
-		pttl, _ := reply[1].(int64)
-		locks = append(locks, storedLock{lockInfo(p.keys.Name(k), value, pttl, now), value})
-	}
-	return locks, nil
 }
 
 // lockInfo reads a lock's value, ADDED:<time>@<holder>, and its PTTL in

@@ -122,9 +122,9 @@ func (p *Provider) batchScripts(valid []int, locks []*lock) []*batchScript {
 		s.entries = append(s.entries, i)
 		fenced := "0"
 		s.keys = append(s.keys, l.keys[0])
-		if l.keys[1] != "" {
-			fenced = "1"
-			s.keys = append(s.keys, l.keys[1])
+		if l.keys[1] != "" { // a name with a fence key has a paused key too
+			fenced = "2"
+			s.keys = append(s.keys, l.keys[1], l.keys[2])
 		}
 		s.args = append(s.args, l.set[2], l.set[5], fenced)
 	}
@@ -195,6 +195,10 @@ func (s *batchScript) results(locks []*lock, results []shedlock.LockResult) {
 		case nil:
 			results[i].Err = shedlock.ErrNotAcquired
 		case int64:
+			if fence == pausedReply {
+				results[i].Err = shedlock.ErrPaused
+				continue
+			}
 			l.fence = fence
 			results[i].Lock = l
 		case error: // its own: a fence key that holds no token; the script set nothing of it

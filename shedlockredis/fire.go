@@ -18,7 +18,7 @@ var _ shedlock.FireLocker = (*Provider)(nil)
 // milliseconds since 1970, whose run of the lock keyed key succeeded: beside
 // its fence key (FenceKey), in the same Cluster hash slot. "" where the key
 // can have no fence key; such a lock cannot be a CatchUp job's.
-func FiredKey(key string) string { return sideKey(key, "fired") }
+func FiredKey(key string) string { return besideKey(key, "fired") }
 
 // fireLock is a lock taken by TryLockFire, for one fire time.
 type fireLock struct {
@@ -40,7 +40,7 @@ func (p *Provider) TryLockFire(ctx context.Context, cfg shedlock.LockConfig, fir
 			shedlock.ErrInvalidConfig, cfg.Name)
 	}
 	fl := &fireLock{lock: l, fired: FiredKey(l.keys[0]), fire: fire.UnixMilli()}
-	l.fence, err = p.fireAcquire.Run(ctx, p.client, []string{l.keys[0], l.keys[1], fl.fired}, l.set[2], l.set[5], fl.fire).Int64()
+	l.fence, err = p.fireAcquire.Run(ctx, p.client, []string{l.keys[0], l.keys[1], fl.fired, l.keys[2]}, l.set[2], l.set[5], fl.fire).Int64()
 	if err := l.taken(ctx, err); err != nil {
 		return nil, err
 	}

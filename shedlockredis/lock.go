@@ -17,7 +17,7 @@ import (
 type lock struct {
 	p    *Provider
 	name string
-	keys [2]string // the key and its fence key (see FenceKey), as the scripts take them
+	keys [3]string // the key, its fence key and its paused key (see FenceKey, PausedKey), as the acquiring scripts take them
 	// The key and its released key (see releasedKey), as releaseScript takes
 	// them; the second is "" for a name that has none.
 	releaseKeys [2]string

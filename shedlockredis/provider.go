@@ -117,7 +117,9 @@ func (p *Provider) CheckConfig(cfg shedlock.LockConfig) error { return cfg.Valid
 // TryLock makes one attempt to take cfg's lock, with SET key value NX PX
 // <LockAtMostFor in ms, rounded up>: ErrNotAcquired when the key exists. The
 // SET runs in a script that also writes the lock's fencing token (see
-// shedlock.FenceOf and FenceKey), in the same round trip. An invalid cfg is an
+// shedlock.FenceOf and FenceKey), in the same round trip, and that first
+// refuses a name an operator paused (Pause) with shedlock.ErrPaused, reading
+// its PausedKey: no round trip more. An invalid cfg is an
 // error wrapping shedlock.ErrInvalidConfig, before any command. A failed
 // command is returned as an error, never as a lock.
 //
@@ -157,7 +159,8 @@ func (p *Provider) prepare(ctx context.Context, cfg shedlock.LockConfig) (*lock,
 }
 
 // taken reads the outcome err of l's acquiring command: nil when it took the
-// key, ErrNotAcquired when the key exists (redis.Nil).
+// key, ErrNotAcquired when the key exists (redis.Nil), ErrPaused when the
+// script found the name paused (pausedReply).
 func (l *lock) taken(ctx context.Context, err error) error {
 	l.acquired = time.Now()
 	if errors.Is(err, redis.Nil) {
@@ -165,6 +168,9 @@ func (l *lock) taken(ctx context.Context, err error) error {
 	}
 	if err != nil {
 		return fmt.Errorf("shedlock: acquire %q: %w", l.name, withContext(ctx, err))
+	}
+	if l.fence == pausedReply {
+		return shedlock.ErrPaused
 	}
 	return nil
 }
@@ -174,7 +180,7 @@ func (l *lock) taken(ctx context.Context, err error) error {
 func (p *Provider) newLock(cfg shedlock.LockConfig) *lock {
 	l := &lock{p: p, name: cfg.Name, ttl: millis(cfg.LockAtMostFor), least: millis(cfg.LockAtLeastFor)}
 	var key string
-	key, l.value, l.keys[1], l.releaseKeys[1] = p.keyValue(cfg.Name)
+	key, l.value, l.keys[1], l.releaseKeys[1], l.keys[2] = p.keyValue(cfg.Name)
 	l.keys[0], l.releaseKeys[0] = key, key
 	l.set = [...]any{"set", key, l.value, "nx", "px", l.ttl}
 	l.release = [...]any{l.set[2], nil, l.set[5]}
@@ -188,7 +194,7 @@ func (p *Provider) newLock(cfg shedlock.LockConfig) *lock {
 // No lock key has either form: every one begins with KeyPrefix. A key with a
 // "}" but no hash tag can have no such key; its locks take no token, and
 // FenceKey returns "".
-func FenceKey(key string) string { return sideKey(key, "fence") }
+func FenceKey(key string) string { return besideKey(key, "fence") }
 
 // withContext adds ctx's error to err when ctx has ended: a client with
 // ContextTimeoutEnabled reports a deadline as an i/o timeout, often before
@@ -205,12 +211,12 @@ func withContext(ctx context.Context, err error) error {
 }
 
 // keyValue returns the key of the lock named name, a value no other
-// acquisition has, and the key's fence key (see FenceKey) and released key
-// (see releasedKey). The value is Java's form, ADDED:<time>@<lockedBy>:<token>,
+// acquisition has, and the key's fence key (see FenceKey), released key
+// (see releasedKey) and paused key (see PausedKey). The value is Java's form, ADDED:<time>@<lockedBy>:<token>,
 // where the token is this provider's random token and a count of its
-// acquisitions. All four are cut from one string, one allocation, unless the
+// acquisitions. All five are cut from one string, one allocation, unless the
 // key has a brace.
-func (p *Provider) keyValue(name string) (key, value, fence, released string) {
+func (p *Provider) keyValue(name string) (key, value, fence, released, paused string) {
 	var buf [320]byte
 	b := append(buf[:0], p.keys.Prefix()...)
 	b = append(b, name...)
@@ -229,12 +235,18 @@ func (p *Provider) keyValue(name string) (key, value, fence, released string) {
 		b = append(b, b[:n]...)
 		b = append(b, "}:released"...)
 	}
+	r := len(b)
+	if !braces {
+		b = append(b, '{')
+		b = append(b, b[:n]...)
+		b = append(b, "}:paused"...)
+	}
 	s := string(b)
 	key, value = s[:n], s[n:m]
 	if braces {
-		return key, value, FenceKey(key), releasedKey(key)
+		return key, value, FenceKey(key), releasedKey(key), PausedKey(key)
 	}
-	return key, value, s[m:f], s[f:]
+	return key, value, s[m:f], s[f:r], s[r:]
 }
 
 // millis returns d in whole milliseconds, rounded up: a lock is never shorter

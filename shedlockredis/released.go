@@ -6,4 +6,4 @@ package shedlockredis
 // "{tag}:released:" + key for a key with a hash tag of its own. "" where the
 // key can have no fence key: a release of such a lock sent twice reports the
 // lock lost.
-func releasedKey(key string) string { return sideKey(key, "released") }
+func releasedKey(key string) string { return besideKey(key, "released") }

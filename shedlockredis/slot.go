@@ -41,18 +41,3 @@ func hashTag(key string) (open, end int, ok bool) {
 	}
 	return open, open + 1 + n, true
 }
-
-// sideKey returns the key where what kind names ("fence", "fired",
-// "released") is kept beside the lock keyed key, in the same Cluster hash
-// slot: "{" + key + "}:" + kind, or "{tag}:" + kind + ":" + key for a key
-// with a hash tag of its own. No lock key has either form: every one begins
-// with KeyPrefix. A key with a "}" but no hash tag can have none: "".
-func sideKey(key, kind string) string {
-	if open, end, ok := hashTag(key); ok {
-		return key[open:end+1] + ":" + kind + ":" + key
-	}
-	if strings.IndexByte(key, '}') >= 0 {
-		return ""
-	}
-	return "{" + key + "}:" + kind
-}

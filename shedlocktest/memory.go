@@ -18,21 +18,26 @@ type MemoryStore struct {
 	rows  map[string]memoryRow
 	fired map[string]time.Time // CatchUp's record: the last fire time that succeeded, by name
 	terms uint64
+	memoryControl
 }
 
 type memoryRow struct {
 	until, lockedAt time.Time
 	owner           string
-	term            uint64
+	term            uint64 // 0 once released or freed
+	taken           uint64 // the acquisition's term, kept after its release
 }
 
 // NewMemoryStore returns an empty store.
 func NewMemoryStore() *MemoryStore {
-	return &MemoryStore{rows: make(map[string]memoryRow), fired: make(map[string]time.Time)}
+	return &MemoryStore{rows: make(map[string]memoryRow), fired: make(map[string]time.Time),
+		memoryControl: newMemoryControl()}
 }
 
 // Provider returns a provider on s that writes owner as the holder. It is a
-// shedlock.FireLocker too, for CatchUp jobs.
+// shedlock.FireLocker too, for CatchUp jobs, and a shedlock.Controller, a
+// shedlock.RunRequester and a shedlock.Admin, for an operator's pause,
+// resume and run-now.
 func (s *MemoryStore) Provider(owner string) shedlock.LockProvider {
 	return memoryProvider{s: s, owner: owner}
 }
@@ -70,11 +75,14 @@ func (p memoryProvider) TryLock(ctx context.Context, cfg shedlock.LockConfig) (s
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		now := time.Now()
+		if s.pausedAt(cfg.Name, now) {
+			return shedlock.ErrPaused
+		}
 		if r, ok := s.rows[cfg.Name]; ok && r.until.After(now) {
 			return shedlock.ErrNotAcquired
 		}
 		s.terms++
-		s.rows[cfg.Name] = memoryRow{until: now.Add(cfg.LockAtMostFor), lockedAt: now, owner: p.owner, term: s.terms}
+		s.rows[cfg.Name] = memoryRow{until: now.Add(cfg.LockAtMostFor), lockedAt: now, owner: p.owner, term: s.terms, taken: s.terms}
 		l = &memoryLock{s: s, f: p.f, name: cfg.Name, term: s.terms, least: cfg.LockAtLeastFor}
 		return nil
 	})

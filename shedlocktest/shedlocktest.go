@@ -15,6 +15,11 @@
 // (applied by the store, their answer lost, late, or the write sent twice):
 // its providers send their writes through a Faults, which Faults.OpenDB wires
 // into any database/sql driver, and a hook or interceptor into other clients.
+//
+// RunControl checks an operator's pause, resume and run-now
+// (shedlock.Controller and shedlock.RunRequester) on a store that offers them.
+// The MemoryStore offers them, and is a shedlock.Admin, for tests of code that
+// steers jobs or shows them.
 package shedlocktest
 
 import (

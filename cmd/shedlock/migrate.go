@@ -14,7 +14,7 @@ func migrate(ctx context.Context, c config, _ []string, _ io.Reader, stdout, _ i
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	s, err := openStore(ctx, c, true)
+	s, err := c.open(ctx, c, true)
 	if err != nil {
 		return err
 	}

@@ -55,7 +55,7 @@ func openStore(ctx context.Context, c config, create bool) (*store, error) {
 func openWithin(ctx context.Context, c config) (*store, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	return openStore(ctx, c, false)
+	return c.open(ctx, c, false)
 }
 
 // noExpiry is the TimeLeft of a lock held with no end (shedlockredis: a key

@@ -69,6 +69,7 @@ var stores = []struct {
 	{"pgbouncer", regexp.MustCompile(`(?i)pgbouncer`)},
 	{"galera", regexp.MustCompile(`(?i)galera`)},
 	{"etcd", regexp.MustCompile(`(?i)etcd`)},
+	{"chromium", regexp.MustCompile(`(?i)chromium`)},
 }
 
 func main() {
@@ -241,7 +242,7 @@ func report(w io.Writer, mods []*module, allowed map[string]bool) (failed bool) 
 		}
 		slices.Sort(left)
 		fmt.Fprintf(w, "\n%d tests skipped for want of a server, and count as failed: start the servers (scripts/servers)\n"+
-			"or leave a store out with SHEDLOCK_SKIP_STORES=mysql,postgres,redis,pgbouncer,galera,etcd (now %q).\n",
+			"or leave a store out with SHEDLOCK_SKIP_STORES=mysql,postgres,redis,pgbouncer,galera,etcd,chromium (now %q).\n",
 			badSkips, strings.Join(left, ","))
 	}
 	fmt.Fprintf(w, "\ntotal: %d passed, %d failed, %d skipped\n", passed, failedTests, skipped)
