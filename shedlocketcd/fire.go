@@ -45,6 +45,14 @@ type fireLock struct {
 	fire  string // the fire time, as the fired key holds it
 }
 
+// Own is the lock the fire lock wraps (see kvstore.Owned).
+func (l *fireLock) Own() *lock {
+	if l == nil {
+		return nil
+	}
+	return l.lock
+}
+
 // TryLockFire takes cfg's lock for the run of fire time fire, as TryLock
 // does, only if the lock's fired key (FiredKey) records an older fire time,
 // or is absent, and the name is not paused (shedlock.ErrPaused): the

@@ -230,6 +230,9 @@ func (l *lock) revokeLeases(ctx context.Context) {
 	l.p.revoke(ctx, l.least.id)
 }
 
+// Own is the lock itself (see kvstore.Owned).
+func (l *lock) Own() *lock { return l }
+
 // Fence returns the acquisition's fencing token, the revision at which its
 // key was created: the cluster's revision grows with every write, so a later
 // acquisition of any name, by any pod, has a larger one. Extend keeps it.

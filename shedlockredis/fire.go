@@ -27,6 +27,14 @@ type fireLock struct {
 	fire  int64  // ms since 1970
 }
 
+// Own is the lock the fire lock wraps (see kvstore.Owned).
+func (l *fireLock) Own() *lock {
+	if l == nil {
+		return nil
+	}
+	return l.lock
+}
+
 // TryLockFire takes cfg's lock for the run of fire time fire, only if the
 // lock's fired key (FiredKey) records an older fire time, or none, in one
 // script. See shedlock.FireLocker and shedlock.CatchUp.

@@ -135,6 +135,9 @@ func minTime(a, b time.Time) time.Time {
 	return a
 }
 
+// Own is the lock itself (see kvstore.Owned).
+func (l *lock) Own() *lock { return l }
+
 // Fence returns the acquisition's fencing token, which Extend keeps; ok is
 // false for a name whose key can have no fence key (see FenceKey).
 func (l *lock) Fence() (fence int64, ok bool) { return l.fence, l.fence != 0 }

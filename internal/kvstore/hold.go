@@ -63,3 +63,25 @@ func (h *Hold) Check(name string, end func() time.Time) error {
 	}
 	return nil
 }
+
+// Owned is a store's lock that gives its own handle back: the lock itself,
+// or the lock a fire lock wraps (nil for a nil one).
+type Owned[L any] interface{ Own() *L }
+
+// Own returns the store's handle in held, a lock passed back to the store
+// pkg by a request on name (a run-now's MarkRunDone); nameOf reads a
+// handle's name. A lock of another store, or of another name, is an error
+// wrapping lockerr.InvalidConfig.
+func Own[L any](pkg, name string, held any, nameOf func(*L) string) (*L, error) {
+	var l *L
+	if o, ok := held.(Owned[L]); ok {
+		l = o.Own()
+	}
+	switch {
+	case l == nil:
+		return nil, fmt.Errorf("%w: run of %q: %T is not a lock of %s", lockerr.InvalidConfig, name, held, pkg)
+	case nameOf(l) != name:
+		return nil, fmt.Errorf("%w: run of %q: the lock passed is %q's", lockerr.InvalidConfig, name, nameOf(l))
+	}
+	return l, nil
+}

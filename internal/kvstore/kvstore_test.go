@@ -106,3 +106,34 @@ func TestHold(t *testing.T) {
 		t.Fatalf("done: %v", err)
 	}
 }
+
+type ownLock struct{ name string }
+
+func (l *ownLock) Own() *ownLock { return l }
+
+type wrapped struct{ *ownLock }
+
+func (w *wrapped) Own() *ownLock {
+	if w == nil {
+		return nil
+	}
+	return w.ownLock
+}
+
+func TestOwn(t *testing.T) {
+	nameOf := func(l *ownLock) string { return l.name }
+	l := &ownLock{name: "job"}
+	for _, held := range []any{l, &wrapped{l}} {
+		if got, err := kvstore.Own("store", "job", held, nameOf); got != l || err != nil {
+			t.Errorf("Own(%T): %v, %v", held, got, err)
+		}
+	}
+	for _, held := range []any{(*wrapped)(nil), (*ownLock)(nil), "a string", nil} {
+		if _, err := kvstore.Own("store", "job", held, nameOf); !errors.Is(err, lockerr.InvalidConfig) || !strings.Contains(err.Error(), "is not a lock of store") {
+			t.Errorf("Own(%T): %v", held, err)
+		}
+	}
+	if _, err := kvstore.Own("store", "other", l, nameOf); !errors.Is(err, lockerr.InvalidConfig) || !strings.Contains(err.Error(), `the lock passed is "job"'s`) {
+		t.Errorf("another name's lock: %v", err)
+	}
+}
