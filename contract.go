@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/shedlock-go/shedlock/internal/control"
+	"github.com/shedlock-go/shedlock/internal/lockcfg"
 	"github.com/shedlock-go/shedlock/internal/sqlstore"
 )
 
@@ -232,23 +233,10 @@ func (c LockConfig) Validate() error {
 
 // MinLockAtMostFor is the shortest LockAtMostFor every store accepts: lock times
 // are kept to the millisecond.
-const MinLockAtMostFor = time.Millisecond
+const MinLockAtMostFor = lockcfg.MinLockAtMostFor
 
 func validateDurations(name string, mostFor, leastFor time.Duration) error {
-	switch {
-	case mostFor < MinLockAtMostFor:
-		return fmt.Errorf("%w: lock %q: LockAtMostFor must be at least %v, got %v "+
-			"(a bare number is nanoseconds: write 600*time.Second, not 600)", ErrInvalidConfig, name, MinLockAtMostFor, mostFor)
-	case leastFor < 0:
-		return fmt.Errorf("%w: lock %q: LockAtLeastFor must be >= 0, got %v", ErrInvalidConfig, name, leastFor)
-	case leastFor > 0 && leastFor < time.Millisecond:
-		return fmt.Errorf("%w: lock %q: LockAtLeastFor must be 0 or at least 1ms, got %v "+
-			"(a bare number is nanoseconds)", ErrInvalidConfig, name, leastFor)
-	case leastFor > mostFor:
-		return fmt.Errorf("%w: lock %q: LockAtLeastFor (%v) must not exceed LockAtMostFor (%v)",
-			ErrInvalidConfig, name, leastFor, mostFor)
-	}
-	return nil
+	return lockcfg.Durations(name, mostFor, leastFor)
 }
 
 // Admin is what an operator needs of a lock table: to see the locks as the

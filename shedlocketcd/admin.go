@@ -3,13 +3,13 @@ package shedlocketcd
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/shedlock-go/shedlock"
+	"github.com/shedlock-go/shedlock/internal/kvstore"
 )
 
 // Locks returns every lock of the provider's env, by name: the keys
@@ -97,8 +97,8 @@ func (p *Provider) ForceUnlockSeen(ctx context.Context, seen shedlock.LockInfo) 
 // never holds. It fails when no quorum answers.
 func (p *Provider) HealthCheck(ctx context.Context) error {
 	_, err := p.client.Txn(ctx).
-		If(clientv3.Compare(clientv3.Version(p.prefix), "<", 0)).
-		Then(clientv3.OpPut(p.prefix, "")).
+		If(clientv3.Compare(clientv3.Version(p.keys.Prefix()), "<", 0)).
+		Then(clientv3.OpPut(p.keys.Prefix(), "")).
 		Commit()
 	if err != nil {
 		return fmt.Errorf("shedlock: health check: %w", err)
@@ -120,10 +120,7 @@ func (p *Provider) get(ctx context.Context, name string) (*mvccpb.KeyValue, erro
 	return resp.Kvs[0], nil
 }
 
-func (p *Provider) notFound(name string) error {
-	env := strings.TrimSuffix(strings.TrimPrefix(p.prefix, KeyPrefix+":"), ":")
-	return fmt.Errorf("%w: %q in env %s (no key %s: nobody holds it)", shedlock.ErrLockNotFound, name, env, p.Key(name))
-}
+func (p *Provider) notFound(name string) error { return p.keys.NotFound(name) }
 
 // info reads a lock's key: its value ADDED:<time>@<holder> (a value of
 // another form is shown whole as the holder) and its lease's time left. A key
@@ -134,7 +131,7 @@ func (p *Provider) notFound(name string) error {
 // lease's TTL: never shorter than the lock is held. A key without a lease,
 // put by hand, is held until deleted: TimeLeft -1.
 func (p *Provider) info(ctx context.Context, kv *mvccpb.KeyValue) (shedlock.LockInfo, error) {
-	name := strings.TrimPrefix(string(kv.Key), p.prefix)
+	name := p.keys.Name(string(kv.Key))
 	info := ParseValue(string(kv.Value))
 	info.Name = name
 	info.Held = true
@@ -160,12 +157,8 @@ func (p *Provider) info(ctx context.Context, kv *mvccpb.KeyValue) (shedlock.Lock
 // is the holder, whole.
 func ParseValue(value string) shedlock.LockInfo {
 	info := shedlock.LockInfo{LockedBy: value}
-	if rest, ok := strings.CutPrefix(value, "ADDED:"); ok {
-		if at, by, ok := strings.Cut(rest, "@"); ok {
-			if t, err := time.Parse(time.RFC3339Nano, at); err == nil {
-				info.LockedAt, info.LockedBy = t.UTC(), by
-			}
-		}
+	if at, by, ok := kvstore.ParseValue(value); ok {
+		info.LockedAt, info.LockedBy = at, by
 	}
 	return info
 }

@@ -11,6 +11,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/shedlock-go/shedlock"
+	"github.com/shedlock-go/shedlock/internal/kvstore"
 )
 
 // runs is a RunsKey as read: the requests not yet run, the fencing token of
@@ -137,20 +138,5 @@ func (p *Provider) RunDone(ctx context.Context, name string, held shedlock.Lock)
 
 // ownLock returns held as a lock this package took of name.
 func ownLock(name string, held shedlock.Lock) (*lock, error) {
-	var l *lock
-	switch h := held.(type) {
-	case *lock:
-		l = h
-	case *fireLock:
-		if h != nil {
-			l = h.lock
-		}
-	}
-	switch {
-	case l == nil:
-		return nil, fmt.Errorf("%w: run of %q: %T is not a lock of shedlocketcd", shedlock.ErrInvalidConfig, name, held)
-	case l.name != name:
-		return nil, fmt.Errorf("%w: run of %q: the lock passed is %q's", shedlock.ErrInvalidConfig, name, l.name)
-	}
-	return l, nil
+	return kvstore.Own("shedlocketcd", name, held, func(l *lock) string { return l.name })
 }

@@ -27,7 +27,7 @@ const firedWidth = 19
 // run of the lock named name succeeded: shedlock-fired:<env>:<name>, its value
 // the time in milliseconds since 1970, zero-padded to 19 digits. It has no
 // lease: it outlives the locks.
-func (p *Provider) FiredKey(name string) string { return p.firedPrefix + name }
+func (p *Provider) FiredKey(name string) string { return FiredPrefix + p.envPart() + name }
 
 // encodeFire returns fire's value in a fired key.
 func encodeFire(name string, fire time.Time) (string, error) {
@@ -43,6 +43,14 @@ type fireLock struct {
 	*lock
 	fired string // the fired key
 	fire  string // the fire time, as the fired key holds it
+}
+
+// Own is the lock the fire lock wraps (see kvstore.Owned).
+func (l *fireLock) Own() *lock {
+	if l == nil {
+		return nil
+	}
+	return l.lock
 }
 
 // TryLockFire takes cfg's lock for the run of fire time fire, as TryLock
@@ -91,11 +99,10 @@ func (p *Provider) TryLockFire(ctx context.Context, cfg shedlock.LockConfig, fir
 // The fired key, not the hold, keeps a fire time to one run.
 func (l *fireLock) UnlockSucceeded(ctx context.Context, leastFor time.Duration) error {
 	leastFor = max(leastFor, 0) // as Unlock's LockAtLeastFor: none
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.done {
-		return shedlock.ErrLockLost
+	if err := l.hold.Enter(); err != nil {
+		return err
 	}
+	defer l.hold.Exit()
 	if leastFor != l.askedLeast {
 		l.setLeast(ctx, leastFor, true)
 	}

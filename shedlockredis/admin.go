@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/shedlock-go/shedlock"
+	"github.com/shedlock-go/shedlock/internal/kvstore"
 )
 
 var _ shedlock.Admin = (*Provider)(nil)
@@ -146,7 +147,7 @@ func (p *Provider) HealthCheck(ctx context.Context) error {
 		return fmt.Errorf("shedlock: health check of %s: %w", p.where(), withContext(ctx, err))
 	}
 	// A lock name cannot be empty, so this key is no lock's.
-	if err := p.client.PExpire(ctx, p.prefix, time.Millisecond).Err(); err != nil {
+	if err := p.client.PExpire(ctx, p.keys.Prefix(), time.Millisecond).Err(); err != nil {
 		return fmt.Errorf("shedlock: health check of %s: %w", p.where(), withContext(ctx, err))
 	}
 	return nil
@@ -157,13 +158,9 @@ func (p *Provider) HealthCheck(ctx context.Context) error {
 func (p *Provider) EnsureTable(context.Context) error { return nil }
 
 // where names the locks' place in messages: "env default".
-func (p *Provider) where() string {
-	return "env " + strings.TrimSuffix(strings.TrimPrefix(p.prefix, KeyPrefix+":"), ":")
-}
+func (p *Provider) where() string { return p.keys.Where() }
 
-func (p *Provider) notFound(name string) error {
-	return fmt.Errorf("%w: %q in %s (no key %s: nobody holds it)", shedlock.ErrLockNotFound, name, p.where(), p.Key(name))
-}
+func (p *Provider) notFound(name string) error { return p.keys.NotFound(name) }
 
 // deleteIf runs forceUnlockScript on name's key: it deletes the key if it
 // holds want (any value when want is ""), and returns the lock as it was just
@@ -186,20 +183,13 @@ func (p *Provider) deleteIf(ctx context.Context, name, want string) (info shedlo
 	return lockInfo(name, value, pttl, now), reply[0] == int64(1), nil
 }
 
-// valuePrefix begins every value this package and Java ShedLock write.
-const valuePrefix = "ADDED:"
-
 // lockInfo reads a lock's value, ADDED:<time>@<holder>, and its PTTL in
 // milliseconds (-1 for a key without a time to live).
 func lockInfo(name, value string, pttl int64, serverNow time.Time) shedlock.LockInfo {
 	info := shedlock.LockInfo{Name: name, LockedBy: value}
 	// A key kept for LockAtLeastFor after its release is still the holder's.
-	if rest, ok := strings.CutPrefix(strings.TrimSuffix(value, releasedMark), valuePrefix); ok {
-		if at, by, ok := strings.Cut(rest, "@"); ok {
-			if t, err := time.Parse(time.RFC3339Nano, at); err == nil {
-				info.LockedAt, info.LockedBy = t.UTC(), by
-			}
-		}
+	if at, by, ok := kvstore.ParseValue(strings.TrimSuffix(value, releasedMark)); ok {
+		info.LockedAt, info.LockedBy = at, by
 	}
 	switch {
 	case pttl == -1:

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/shedlock-go/shedlock"
+	"github.com/shedlock-go/shedlock/internal/kvstore"
 )
 
 var (
@@ -141,22 +142,7 @@ func (p *Provider) RunDone(ctx context.Context, name string, held shedlock.Lock)
 
 // ownLock returns held as a lock this package took of name.
 func ownLock(name string, held shedlock.Lock) (*lock, error) {
-	var l *lock
-	switch h := held.(type) {
-	case *lock:
-		l = h
-	case *fireLock:
-		if h != nil {
-			l = h.lock
-		}
-	}
-	switch {
-	case l == nil:
-		return nil, fmt.Errorf("%w: run of %q: %T is not a lock of shedlockredis", shedlock.ErrInvalidConfig, name, held)
-	case l.name != name:
-		return nil, fmt.Errorf("%w: run of %q: the lock passed is %q's", shedlock.ErrInvalidConfig, name, l.name)
-	}
-	return l, nil
+	return kvstore.Own("shedlockredis", name, held, func(l *lock) string { return l.name })
 }
 
 // controlKey returns name's key of the kind keyOf makes (PausedKey or

@@ -16,13 +16,15 @@ func PausedKey(key string) string { return besideKey(key, "paused") }
 // where the key can have no fence key.
 func RunsKey(key string) string { return besideKey(key, "runs") }
 
-// besideKey returns the key of kind beside the lock keyed key, in its slot,
-// as FenceKey does for "fence".
+// besideKey returns the key where what kind names ("fence", "fired",
+// "released", "paused", "runs") is kept beside the lock keyed key, in the
+// same Cluster hash slot: "{" + key + "}:" + kind, or "{tag}:" + kind + ":" +
+// key for a key with a hash tag of its own. No lock key has either form:
+// every one begins with KeyPrefix. A key with a "}" but no hash tag can have
+// none: "".
 func besideKey(key, kind string) string {
-	if open := strings.IndexByte(key, '{'); open >= 0 {
-		if end := strings.IndexByte(key[open+1:], '}'); end > 0 {
-			return key[open:open+1+end+1] + ":" + kind + ":" + key
-		}
+	if open, end, ok := hashTag(key); ok {
+		return key[open:end+1] + ":" + kind + ":" + key
 	}
 	if strings.IndexByte(key, '}') >= 0 {
 		return ""

@@ -3,20 +3,15 @@ package shedlockredis
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/shedlock-go/shedlock"
-	"github.com/shedlock-go/shedlock/internal/apply"
+	"github.com/shedlock-go/shedlock/internal/kvstore"
 )
 
 // KeyPrefix begins every lock's key, job-lock:<env>:<name>, as in Java ShedLock.
@@ -25,15 +20,13 @@ const KeyPrefix = "job-lock"
 // Provider takes locks in Redis, one key per lock name. It is safe for
 // concurrent use and keeps no state per name.
 type Provider struct {
-	client   redis.UniversalClient
-	lockedBy string
-	prefix   string // job-lock:<env>:
-	suffix   string // @<lockedBy>:<token of this provider>-
-	seq      atomic.Uint64
-	acquire  *redis.Script
-	batch    *redis.Script
-	release  *redis.Script
-	extend   *redis.Script
+	client  redis.UniversalClient
+	keys    kvstore.Space  // job-lock:<env>:
+	owner   *kvstore.Owner // values ADDED:<time>@<lockedBy>:<token of this provider>-<count>
+	acquire *redis.Script
+	batch   *redis.Script
+	release *redis.Script
+	extend  *redis.Script
 	// CatchUp's (see fire.go)
 	fireAcquire *redis.Script
 	fireRelease *redis.Script
@@ -56,28 +49,19 @@ var (
 // a service can start while Redis is down. A nil client, a nil option or a bad
 // option's value is an error wrapping [shedlock.ErrInvalidOption].
 func NewProvider(client redis.UniversalClient, opts ...Option) (*Provider, error) {
-	if isNil(client) {
-		return nil, fmt.Errorf("%w: shedlockredis.NewProvider: nil client", shedlock.ErrInvalidOption)
-	}
-	o := options{env: DefaultEnv}
-	if err := apply.Options("shedlockredis.NewProvider", &o, opts); err != nil {
+	o := options{Options: kvstore.Options{Env: DefaultEnv}}
+	if err := kvstore.Configure("shedlockredis.NewProvider", isNil(client), &o, opts); err != nil {
 		return nil, err
 	}
-	if o.lockedBy == "" {
-		o.lockedBy = hostName()
-	}
-	var token [6]byte
-	_, _ = rand.Read(token[:]) // crypto/rand.Read never fails on supported platforms
 	return &Provider{
-		client:   client,
-		lockedBy: o.lockedBy,
-		prefix:   KeyPrefix + ":" + o.env + ":",
-		suffix:   "@" + o.lockedBy + ":" + hex.EncodeToString(token[:]) + "-",
-		acquire:  redis.NewScript(acquireScript),
-		batch:    redis.NewScript(batchAcquireScript),
-		release:  redis.NewScript(releaseScript),
-		extend:   redis.NewScript(extendScript),
-		now:      time.Now,
+		client:  client,
+		keys:    kvstore.NewSpace(KeyPrefix, o.Env),
+		owner:   kvstore.NewOwner(o.LockedBy, ':', '-'),
+		acquire: redis.NewScript(acquireScript),
+		batch:   redis.NewScript(batchAcquireScript),
+		release: redis.NewScript(releaseScript),
+		extend:  redis.NewScript(extendScript),
+		now:     time.Now,
 
 		fireAcquire: redis.NewScript(fireAcquireScript),
 		fireRelease: redis.NewScript(fireReleaseScript),
@@ -85,16 +69,6 @@ func NewProvider(client redis.UniversalClient, opts ...Option) (*Provider, error
 		evictionAllowed: o.evictionAllowed,
 		checking:        make(chan struct{}, 1),
 	}, nil
-}
-
-// hostName is the default owner: the value's token already makes each
-// acquisition unique, so the owner is for people reading the keys.
-func hostName() string {
-	host, err := os.Hostname()
-	if err != nil || host == "" {
-		return "unknown-host"
-	}
-	return host
 }
 
 // isNil reports a nil client, including a nil pointer of a client type.
@@ -113,7 +87,7 @@ func isNil(c redis.UniversalClient) bool {
 }
 
 // LockedBy returns the owner this provider writes into lock values.
-func (p *Provider) LockedBy() string { return p.lockedBy }
+func (p *Provider) LockedBy() string { return p.owner.LockedBy() }
 
 // PoolSize reports the client's connections per server (PoolSize, or
 // MaxActiveConns when smaller); 0 for a client of another kind. An executor
@@ -135,7 +109,7 @@ func (p *Provider) PoolSize() int {
 }
 
 // Key returns the Redis key of the lock named name.
-func (p *Provider) Key(name string) string { return p.prefix + name }
+func (p *Provider) Key(name string) string { return p.keys.Key(name) }
 
 // CheckConfig reports whether cfg is valid; it touches no server.
 func (p *Provider) CheckConfig(cfg shedlock.LockConfig) error { return cfg.Validate() }
@@ -154,6 +128,24 @@ func (p *Provider) CheckConfig(cfg shedlock.LockConfig) error { return cfg.Valid
 // a Cluster, every primary) and refuses a server that may evict keys with an
 // error wrapping shedlock.ErrUnsafeStore, unless WithEvictionAllowed is given.
 func (p *Provider) TryLock(ctx context.Context, cfg shedlock.LockConfig) (shedlock.Lock, error) {
+	l, err := p.prepare(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if l.keys[1] == "" {
+		err = p.client.Do(ctx, l.set[:]...).Err()
+	} else {
+		l.fence, err = p.acquire.Run(ctx, p.client, l.keys[:], l.set[2], l.set[5]).Int64()
+	}
+	if err := l.taken(ctx, err); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// prepare checks cfg, and the server on first use, and returns the handle of
+// an acquisition of cfg about to be sent.
+func (p *Provider) prepare(ctx context.Context, cfg shedlock.LockConfig) (*lock, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -163,24 +155,24 @@ func (p *Provider) TryLock(ctx context.Context, cfg shedlock.LockConfig) (shedlo
 		}
 		return nil, fmt.Errorf("shedlock: acquire %q: %w", cfg.Name, err)
 	}
-	l := p.newLock(cfg)
-	var err error
-	if l.keys[1] == "" {
-		err = p.client.Do(ctx, l.set[:]...).Err()
-	} else {
-		l.fence, err = p.acquire.Run(ctx, p.client, l.keys[:], l.set[2], l.set[5]).Int64()
-	}
+	return p.newLock(cfg), nil
+}
+
+// taken reads the outcome err of l's acquiring command: nil when it took the
+// key, ErrNotAcquired when the key exists (redis.Nil), ErrPaused when the
+// script found the name paused (pausedReply).
+func (l *lock) taken(ctx context.Context, err error) error {
 	l.acquired = time.Now()
 	if errors.Is(err, redis.Nil) {
-		return nil, shedlock.ErrNotAcquired
+		return shedlock.ErrNotAcquired
 	}
 	if err != nil {
-		return nil, fmt.Errorf("shedlock: acquire %q: %w", cfg.Name, withContext(ctx, err))
+		return fmt.Errorf("shedlock: acquire %q: %w", l.name, withContext(ctx, err))
 	}
 	if l.fence == pausedReply {
-		return nil, shedlock.ErrPaused
+		return shedlock.ErrPaused
 	}
-	return l, nil
+	return nil
 }
 
 // newLock returns the handle of an acquisition of cfg about to be sent: a
@@ -202,17 +194,7 @@ func (p *Provider) newLock(cfg shedlock.LockConfig) *lock {
 // No lock key has either form: every one begins with KeyPrefix. A key with a
 // "}" but no hash tag can have no such key; its locks take no token, and
 // FenceKey returns "".
-func FenceKey(key string) string {
-	if open := strings.IndexByte(key, '{'); open >= 0 {
-		if end := strings.IndexByte(key[open+1:], '}'); end > 0 {
-			return key[open:open+1+end+1] + ":fence:" + key
-		}
-	}
-	if strings.IndexByte(key, '}') >= 0 {
-		return ""
-	}
-	return "{" + key + "}:fence"
-}
+func FenceKey(key string) string { return besideKey(key, "fence") }
 
 // withContext adds ctx's error to err when ctx has ended: a client with
 // ContextTimeoutEnabled reports a deadline as an i/o timeout, often before
@@ -236,14 +218,11 @@ func withContext(ctx context.Context, err error) error {
 // key has a brace.
 func (p *Provider) keyValue(name string) (key, value, fence, released, paused string) {
 	var buf [320]byte
-	b := append(buf[:0], p.prefix...)
+	b := append(buf[:0], p.keys.Prefix()...)
 	b = append(b, name...)
 	n := len(b)
 	braces := bytes.ContainsAny(b[:n], "{}") // the env may have one too
-	b = append(b, "ADDED:"...)
-	b = p.now().UTC().AppendFormat(b, "2006-01-02T15:04:05.000Z")
-	b = append(b, p.suffix...)
-	b = strconv.AppendUint(b, p.seq.Add(1), 36)
+	b = p.owner.AppendValue(b, p.now())
 	m := len(b)
 	if !braces {
 		b = append(b, '{')

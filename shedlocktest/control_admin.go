@@ -28,7 +28,26 @@ func testAdminControl(t *testing.T, newProvider NewProviderFunc) {
 	a.runNow(t, "requested")
 	mustLock(t, b, cfg("plain", time.Minute, 0))
 
-	want := map[string]func(shedlock.LockInfo) bool{
+	checkListed(t, admin, controlsShown(until))
+
+	a.resume(t, "paused")
+	info, err := admin.Inspect(ctx, "paused")
+	if err != nil && !errors.Is(err, shedlock.ErrLockNotFound) || err == nil && info.Control != (shedlock.Control{}) {
+		t.Fatalf("Inspect after Resume: %+v, %v; want no Control, or ErrLockNotFound where nothing is kept", info, err)
+	}
+	if _, err := admin.ForceUnlock(ctx, "held-paused"); err != nil {
+		t.Fatalf("ForceUnlock of a paused name: %v", err)
+	}
+	if info, err := admin.Inspect(ctx, "held-paused"); err != nil || info.Held || !info.Paused {
+		t.Fatalf("Inspect after ForceUnlock of a paused name: %+v, %v; want paused, not held", info, err)
+	}
+	mustNotLockPaused(t, b, cfg("held-paused", time.Minute, 0))
+}
+
+// controlsShown is what Locks and Inspect must show of each name
+// testAdminControl steered: until is "paused-until"'s end.
+func controlsShown(until time.Time) map[string]func(shedlock.LockInfo) bool {
+	return map[string]func(shedlock.LockInfo) bool{
 		"held-paused": func(i shedlock.LockInfo) bool {
 			return i.Held && i.Paused && i.PausedUntil.IsZero() && i.RunRequests == 0
 		},
@@ -46,6 +65,13 @@ func testAdminControl(t *testing.T, newProvider NewProviderFunc) {
 			return !i.Held && !i.Paused && i.RunRequests == 2
 		},
 	}
+}
+
+// checkListed fails t unless Locks lists each name of want, by name, and it
+// and Inspect show it as want says.
+func checkListed(t *testing.T, admin shedlock.Admin, want map[string]func(shedlock.LockInfo) bool) {
+	t.Helper()
+	ctx := context.Background()
 	locks, err := admin.Locks(ctx)
 	if err != nil {
 		t.Fatalf("Locks: %v", err)
@@ -73,17 +99,4 @@ func testAdminControl(t *testing.T, newProvider NewProviderFunc) {
 			t.Errorf("Inspect(%q): %+v, %v", name, info, err)
 		}
 	}
-
-	a.resume(t, "paused")
-	info, err := admin.Inspect(ctx, "paused")
-	if err != nil && !errors.Is(err, shedlock.ErrLockNotFound) || err == nil && info.Control != (shedlock.Control{}) {
-		t.Fatalf("Inspect after Resume: %+v, %v; want no Control, or ErrLockNotFound where nothing is kept", info, err)
-	}
-	if _, err := admin.ForceUnlock(ctx, "held-paused"); err != nil {
-		t.Fatalf("ForceUnlock of a paused name: %v", err)
-	}
-	if info, err := admin.Inspect(ctx, "held-paused"); err != nil || info.Held || !info.Paused {
-		t.Fatalf("Inspect after ForceUnlock of a paused name: %+v, %v; want paused, not held", info, err)
-	}
-	mustNotLockPaused(t, b, cfg("held-paused", time.Minute, 0))
 }

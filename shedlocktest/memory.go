@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/shedlock-go/shedlock"
+	"github.com/shedlock-go/shedlock/internal/lockcfg"
 )
 
 // MemoryStore is a lock table in memory, for tests of code that uses shedlock
@@ -110,18 +111,24 @@ func (l *memoryLock) Unlock(ctx context.Context) error {
 	return write(ctx, l.f, func() error {
 		l.s.mu.Lock()
 		defer l.s.mu.Unlock()
-		r, ok := l.s.rows[l.name]
-		if !ok || r.term != l.term {
-			return shedlock.ErrLockLost
-		}
-		r.until = time.Now()
-		if least := r.lockedAt.Add(l.least); least.After(r.until) {
-			r.until = least
-		}
-		r.term = 0 // released: a second Unlock finds no term of its own
-		l.s.rows[l.name] = r
-		return nil
+		return l.release(l.least)
 	})
+}
+
+// release frees the row while it is this term's, keeping it until least
+// after it was taken; the store's mutex held.
+func (l *memoryLock) release(least time.Duration) error {
+	r, ok := l.s.rows[l.name]
+	if !ok || r.term != l.term {
+		return shedlock.ErrLockLost
+	}
+	r.until = time.Now()
+	if least := r.lockedAt.Add(least); least.After(r.until) {
+		r.until = least
+	}
+	r.term = 0 // released: a second Unlock finds no term of its own
+	l.s.rows[l.name] = r
+	return nil
 }
 
 // CheckHeld reports whether the lock is still this term's and unexpired.
@@ -139,7 +146,7 @@ func (l *memoryLock) CheckHeld() error {
 }
 
 func (l *memoryLock) Extend(ctx context.Context, most, least time.Duration) error {
-	if err := (shedlock.LockConfig{Name: l.name, LockAtMostFor: most, LockAtLeastFor: least}).Validate(); err != nil {
+	if err := lockcfg.Durations(l.name, most, least); err != nil { // the name was checked by TryLock
 		return err
 	}
 	if err := ctx.Err(); err != nil {

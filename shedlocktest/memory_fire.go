@@ -61,16 +61,9 @@ func (l *memoryFireLock) UnlockSucceeded(ctx context.Context, leastFor time.Dura
 	}
 	l.s.mu.Lock()
 	defer l.s.mu.Unlock()
-	r, ok := l.s.rows[l.name]
-	if !ok || r.term != l.term {
-		return shedlock.ErrLockLost
+	if err := l.release(leastFor); err != nil {
+		return err
 	}
-	r.until = time.Now()
-	if least := r.lockedAt.Add(leastFor); least.After(r.until) {
-		r.until = least
-	}
-	r.term = 0
-	l.s.rows[l.name] = r
 	if last, ok := l.s.fired[l.name]; !ok || last.Before(l.fire) {
 		l.s.fired[l.name] = l.fire
 	}

@@ -11,11 +11,9 @@ import (
 )
 
 // openController opens the store for a command that steers a job, which
-// needs a store that keeps pauses and run-nows (shedlock.Controller).
+// needs a store that keeps pauses and run-nows (shedlock.Controller); args
+// is the job's name (see commandArgs).
 func openController(ctx context.Context, c config, command string, args []string) (*store, shedlock.Controller, string, error) {
-	if len(args) != 1 {
-		return nil, nil, "", usageError{fmt.Sprintf("%s takes one job (lock) name, got %d arguments", command, len(args))}
-	}
 	s, err := c.open(ctx, c, false)
 	if err != nil {
 		return nil, nil, "", err

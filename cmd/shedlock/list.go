@@ -12,10 +12,7 @@ import (
 )
 
 // list prints the locks, as a table or as JSON.
-func list(ctx context.Context, c config, args []string, _ io.Reader, stdout, _ io.Writer) error {
-	if len(args) > 0 {
-		return usageError{fmt.Sprintf("list takes no arguments, got %q", args)}
-	}
+func list(ctx context.Context, c config, _ []string, _ io.Reader, stdout, _ io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	s, err := c.open(ctx, c, false)

@@ -147,7 +147,30 @@ func runCommand(ctx context.Context, open func(context.Context, config, bool) (*
 	if err := c.check(); err != nil {
 		return name, err
 	}
+	if err := commandArgs(name, positional); err != nil {
+		return name, err
+	}
 	return name, command(ctx, c, positional, stdin, stdout, stderr)
+}
+
+// commandArgs refuses arguments the command name does not take: unlock,
+// pause, resume and run take a lock's name, the others nothing.
+func commandArgs(name string, args []string) error {
+	switch name {
+	case "unlock":
+		if len(args) != 1 {
+			return usageError{fmt.Sprintf("unlock takes one lock name, got %d arguments", len(args))}
+		}
+	case "pause", "resume", "run":
+		if len(args) != 1 {
+			return usageError{fmt.Sprintf("%s takes one job (lock) name, got %d arguments", name, len(args))}
+		}
+	default:
+		if len(args) > 0 {
+			return usageError{fmt.Sprintf("%s takes no arguments, got %q", name, args)}
+		}
+	}
+	return nil
 }
 
 // flags returns a flag set that fills c; each command's set has them all, so

@@ -20,13 +20,8 @@ const minTokenLen = 16
 // serve serves the dashboard of the store on c.addr until ctx ends (an
 // interrupt), which is its normal end. Without a token it is read-only;
 // with one, actions need it.
-func serve(ctx context.Context, c config, args []string, _ io.Reader, stdout, stderr io.Writer) error {
-	if len(args) > 0 {
-		return usageError{fmt.Sprintf("serve takes no arguments, got %q", args)}
-	}
-	octx, cancel := context.WithTimeout(ctx, c.timeout)
-	s, err := c.open(octx, c, false)
-	cancel()
+func serve(ctx context.Context, c config, _ []string, _ io.Reader, stdout, stderr io.Writer) error {
+	s, err := openWithin(ctx, c)
 	if err != nil {
 		return err
 	}

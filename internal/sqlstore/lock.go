@@ -9,6 +9,7 @@ import (
 
 	"github.com/shedlock-go/shedlock/internal/lockend"
 	"github.com/shedlock-go/shedlock/internal/lockerr"
+	"github.com/shedlock-go/shedlock/internal/retry"
 )
 
 // Lock is one acquisition by a SQL provider.
@@ -70,33 +71,24 @@ func (l *Lock) unlock(ctx context.Context, release func(context.Context) (bool, 
 	if l.done != nil {
 		return fmt.Errorf("%w: lock %q: %w", lockerr.LockLost, l.name, l.done)
 	}
-	wait := l.e.cfg.Backoff
-	var err error
-	for attempt := 0; ; attempt++ {
-		var ours bool
+	var ours bool
+	err := retry.Do(ctx, l.e.cfg.Retries, l.e.cfg.Backoff, func() error {
+		var err error
 		ours, err = statement(l.e, ctx, release)
-		if err == nil {
-			l.done = errReleased
-			if !ours {
-				l.done = errors.New("it was taken away before its release")
-				return lockerr.LockLost
-			}
-			return nil
-		}
-		if attempt >= l.e.cfg.Retries || ctx.Err() != nil {
-			break
-		}
+		return err
+	}, func(attempt int, err error) {
 		l.e.cfg.Logger.WarnContext(ctx, "shedlock: release failed, retrying",
 			"lock", l.name, "attempt", attempt+1, "error", err)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-		case <-t.C:
-		}
-		wait *= 2
+	})
+	if err != nil {
+		return fmt.Errorf("%w: lock %q: %w", lockerr.ReleaseFailed, l.name, errors.Join(err, ctx.Err()))
 	}
-	return fmt.Errorf("%w: lock %q: %w", lockerr.ReleaseFailed, l.name, errors.Join(err, ctx.Err()))
+	l.done = errReleased
+	if !ours {
+		l.done = errors.New("it was taken away before its release")
+		return lockerr.LockLost
+	}
+	return nil
 }
 
 // Extend moves the lock's end to now + lockAtMostFor while it is still ours and

@@ -2,8 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"time"
 
 	"github.com/shedlock-go/shedlock/internal/sqlstore"
@@ -36,14 +34,7 @@ func fireTexts(fence, control bool) []string {
 // fireStmts returns CatchUp's statements, or the error that names the
 // migration when the table has no last_success column.
 func (s *Store) fireStmts(ctx context.Context) (*prepared, error) {
-	p, err := s.setup.Get(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if p.fire == nil {
-		return nil, sqlstore.NoLastSuccess(s.tableName, "sqlite")
-	}
-	return p, nil
+	return sqlstore.FireReady(ctx, s.setup, func(p *prepared) bool { return p.fire != nil }, s.tableName, "sqlite")
 }
 
 // AddRow makes the name's row, free, if it has none.
@@ -86,12 +77,5 @@ func (s *Store) LastFire(ctx context.Context, name any) (int64, bool, error) {
 	if err != nil {
 		return 0, false, err
 	}
-	var v sql.NullInt64
-	switch err := p.fire[fireLast].QueryRowContext(ctx, name).Scan(&v); {
-	case errors.Is(err, sql.ErrNoRows):
-		return 0, false, nil
-	case err != nil:
-		return 0, false, err
-	}
-	return v.Int64, v.Valid, nil
+	return sqlstore.ScanFire(p.fire[fireLast].QueryRowContext(ctx, name))
 }

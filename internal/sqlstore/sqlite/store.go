@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/shedlock-go/shedlock/internal/lockerr"
 	"github.com/shedlock-go/shedlock/internal/sqlstore"
 )
 
@@ -79,35 +78,9 @@ func (s *Store) Table() string { return s.tableName }
 // prepare checks the table's columns, warns about a pool not set up for several
 // processes, and prepares the statements.
 func (s *Store) prepare(ctx context.Context) (*prepared, error) {
-	table := s.tableName
-	if _, t, ok := strings.Cut(table, "."); ok {
-		table = t // pragma_table_info takes the schema as a second argument; the main one is usual
-	}
-	rows, err := s.db.QueryContext(ctx, columnsSQL, table)
+	have, err := s.columns(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("shedlock: read the columns of table %s: %w", s.tableName, err)
-	}
-	have := map[string]bool{}
-	for rows.Next() {
-		var name string
-		if err := rows.Scan(&name); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("shedlock: read the columns of table %s: %w", s.tableName, err)
-		}
-		have[strings.ToLower(name)] = true
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("shedlock: read the columns of table %s: %w", s.tableName, err)
-	}
-	if len(have) == 0 {
-		return nil, sqlstore.MissingTable("sqlite", s.tableName, "")
-	}
-	for _, c := range []string{"name", "lock_until", "locked_at", "locked_by"} {
-		if !have[c] {
-			return nil, fmt.Errorf("%w: table %s has no column %s: create it with the DDL of migrations/sqlite",
-				lockerr.UnsafeStore, s.tableName, c)
-		}
+		return nil, err
 	}
 	s.warnUnlessShared(ctx)
 	returning, err := s.hasReturning(ctx)
@@ -155,10 +128,7 @@ func (s *Store) prepareStatements(ctx context.Context, fence, returning, control
 		if !set.want {
 			continue
 		}
-		for i, t := range set.texts {
-			set.texts[i] = s.sqlOf(t)
-		}
-		if *set.dst, err = sqlstore.Prepare(ctx, s.db, s.table, set.texts...); err != nil {
+		if *set.dst, err = s.prepareAll(ctx, set.texts); err != nil {
 			_ = pr.close()
 			return nil, err
 		}
@@ -169,6 +139,37 @@ func (s *Store) prepareStatements(ctx context.Context, fence, returning, control
 // close closes every statement prepared.
 func (p *prepared) close() error {
 	return errors.Join(p.stmts.Close(), p.fire.Close(), p.control.Close())
+}
+
+// columns reads which columns the table has, by lower-case name, and refuses
+// a table without those of every lock table.
+func (s *Store) columns(ctx context.Context) (map[string]bool, error) {
+	table := s.tableName
+	if _, t, ok := strings.Cut(table, "."); ok {
+		table = t // pragma_table_info takes the schema as a second argument; the main one is usual
+	}
+	cols := sqlstore.Columns[bool]{Table: s.tableName, Dir: "sqlite"}
+	scan := func(rows *sql.Rows) (string, bool, error) {
+		var name string
+		err := rows.Scan(&name)
+		return strings.ToLower(name), true, err
+	}
+	if err := cols.ReadColumns(ctx, s.db, "", scan, columnsSQL, table); err != nil {
+		return nil, err
+	}
+	err := cols.Require([]sqlstore.Required[bool]{{Name: "name"}, {Name: "lock_until"}, {Name: "locked_at"}, {Name: "locked_by"}}, nil)
+	if err != nil {
+		return nil, err
+	}
+	return cols.ByName, nil
+}
+
+// prepareAll prepares texts on the table.
+func (s *Store) prepareAll(ctx context.Context, texts []string) (sqlstore.Prepared, error) {
+	for i, t := range texts {
+		texts[i] = s.sqlOf(t)
+	}
+	return sqlstore.Prepare(ctx, s.db, s.table, texts...)
 }
 
 // hasReturning reports whether SQLite has RETURNING (3.35), which fencing
