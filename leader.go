@@ -154,9 +154,7 @@ func (l *Leader) live() *term {
 	if t == nil {
 		return nil
 	}
-	if !time.Now().Before(t.hold.until()) {
-		t.hold.expire()
-	}
+	t.hold.expireIfDue()
 	if t.hold.Err() != nil {
 		return nil
 	}
