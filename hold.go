@@ -152,6 +152,15 @@ func (h *hold) expire() {
 	h.endLocked(kind, cause, h.renewed)
 }
 
+// expireIfDue ends the hold at once if its deadline has passed, without
+// waiting for the clock: a process resumed after a pause runs its goroutines
+// before its timers, and a check made then must not find the lock held.
+func (h *hold) expireIfDue() {
+	if !time.Now().Before(h.until()) {
+		h.expire()
+	}
+}
+
 // lose ends the hold because an Extend found the lock no longer ours.
 func (h *hold) lose(byKeepAlive bool) {
 	h.mu.Lock()

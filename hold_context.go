@@ -77,8 +77,10 @@ func (v holdLock) Extend(ctx context.Context, lockAtMostFor, lockAtLeastFor time
 }
 
 // CheckHeld reports why the task can no longer rely on its lock: it was lost,
-// ran out, or the task has returned; nil while the hold holds.
+// ran out (whether or not the clock has fired yet), or the task has
+// returned; nil while the hold holds.
 func (v holdLock) CheckHeld() error {
+	v.h.expireIfDue()
 	if cause := v.h.lostCause(); cause != nil {
 		return fmt.Errorf("lock %q: %w", v.h.cfg.Name, cause)
 	}

@@ -67,7 +67,9 @@ func (h *hold) extend(ctx context.Context, most, least time.Duration, byKeepAliv
 	}
 	if h.finished || h.ended != nil {
 		h.mu.Unlock()
-		return nil // the store has it, but the hold has already ended
+		// The store has it, but the hold ended meanwhile: its deadline does
+		// not move, so the holder must not be told the lock was extended.
+		return h.checkHeld()
 	}
 	h.lastErr = nil
 	h.most, h.least, h.sent = most, least, sent

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/shedlock-go/shedlock/internal/inflight"
+	"github.com/shedlock-go/shedlock/internal/lockcfg"
 )
 
 // errLate stands for an attempt past its fire time's window.
@@ -27,26 +28,36 @@ const defaultInFlight = 8
 // a few large batches that each wait for the rows of the one before.
 const maxBatch = 64
 
-// validLocker is a provider that can skip what LockConfig.Validate checks,
-// for configs the executor has validated: a config is validated once per
-// attempt. The SQL providers are.
-type validLocker interface {
-	tryLockValid(ctx context.Context, cfg LockConfig) (Lock, error)
-	tryLockBatchValid(ctx context.Context, cfgs []LockConfig) ([]LockResult, error)
+// checkedLocker is a provider that can skip what LockConfig.Validate checks,
+// for configs the executor has validated (lockcfg.Checked): a config is
+// validated once per attempt. The providers of this repository are.
+type checkedLocker interface {
+	TryLockChecked(ctx context.Context, cfg LockConfig, _ lockcfg.Checked) (Lock, error)
+}
+
+// checkedBatchLocker is checkedLocker for batches.
+type checkedBatchLocker interface {
+	TryLockBatchChecked(ctx context.Context, cfgs []LockConfig, _ lockcfg.Checked) ([]LockResult, error)
+}
+
+// checkedExtender is a lock whose Extend can skip the durations' checks, for
+// durations the executor has checked.
+type checkedExtender interface {
+	ExtendChecked(ctx context.Context, lockAtMostFor, lockAtLeastFor time.Duration, _ lockcfg.Checked) error
 }
 
 // lockOne makes one attempt on a validated config.
 func (as *attempts) lockOne(ctx context.Context, cfg LockConfig) (Lock, error) {
-	if v, ok := as.provider.(validLocker); ok {
-		return v.tryLockValid(ctx, cfg)
+	if v, ok := as.provider.(checkedLocker); ok {
+		return v.TryLockChecked(ctx, cfg, lockcfg.Checked{})
 	}
 	return as.provider.TryLock(ctx, cfg)
 }
 
 // lockBatch makes attempts on validated configs together.
 func (as *attempts) lockBatch(ctx context.Context, cfgs []LockConfig) ([]LockResult, error) {
-	if v, ok := as.provider.(validLocker); ok {
-		return v.tryLockBatchValid(ctx, cfgs)
+	if v, ok := as.provider.(checkedBatchLocker); ok {
+		return v.TryLockBatchChecked(ctx, cfgs, lockcfg.Checked{})
 	}
 	return as.provider.(BatchLocker).TryLockBatch(ctx, cfgs)
 }
@@ -145,6 +156,9 @@ func (as *attempts) extend(ctx context.Context, lock Lock, most, least time.Dura
 		return fmt.Errorf("shedlock: wait for one of the executor's statements in flight: %w", err)
 	}
 	defer done()
+	if c, ok := lock.(checkedExtender); ok {
+		return c.ExtendChecked(ctx, most, least, lockcfg.Checked{})
+	}
 	return lock.Extend(ctx, most, least)
 }
 

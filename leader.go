@@ -154,9 +154,7 @@ func (l *Leader) live() *term {
 	if t == nil {
 		return nil
 	}
-	if !time.Now().Before(t.hold.until()) {
-		t.hold.expire()
-	}
+	t.hold.expireIfDue()
 	if t.hold.Err() != nil {
 		return nil
 	}
@@ -186,8 +184,13 @@ func (l *Leader) enterJob() (ctx context.Context, leading bool) {
 	ctx, leading = l.Context()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !leading || l.stopped {
+	if !leading {
 		return ctx, false
+	}
+	if l.stopped { // Stop has begun and is about to end the term: an ended context
+		ended, cancel := context.WithCancelCause(context.Background())
+		cancel(l.stopCause)
+		return ended, false
 	}
 	l.jobs++
 	return ctx, true

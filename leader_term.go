@@ -48,8 +48,10 @@ func (ll leaderLock) refuse(why string) error {
 // Fence returns the term's fencing token.
 func (ll leaderLock) Fence() (int64, bool) { return ll.t.fence, ll.t.fenced }
 
-// CheckHeld reports the term's end, as a loss of the lease.
+// CheckHeld reports the term's end, as a loss of the lease; a term past its
+// deadline has ended, whether or not the clock has fired yet.
 func (ll leaderLock) CheckHeld() error {
+	ll.t.hold.expireIfDue()
 	if ll.t.hold.Err() == nil {
 		return nil
 	}

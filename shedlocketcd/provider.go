@@ -12,6 +12,7 @@ import (
 
 	"github.com/shedlock-go/shedlock"
 	"github.com/shedlock-go/shedlock/internal/kvstore"
+	"github.com/shedlock-go/shedlock/internal/lockcfg"
 )
 
 // KeyPrefix begins every lock's key, shedlock:<env>:<name>, as in Java
@@ -111,6 +112,12 @@ func (p *Provider) TryLock(ctx context.Context, cfg shedlock.LockConfig) (shedlo
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	return p.TryLockChecked(ctx, cfg, lockcfg.Checked{})
+}
+
+// TryLockChecked is TryLock on a config the executor has validated
+// (lockcfg.Checked, which only this repository's modules can name).
+func (p *Provider) TryLockChecked(ctx context.Context, cfg shedlock.LockConfig, _ lockcfg.Checked) (shedlock.Lock, error) {
 	l, err := p.acquire(ctx, cfg, p.takeUnpaused(ctx, cfg.Name))
 	if err != nil {
 		return nil, err

@@ -39,6 +39,9 @@ func (l *fireLock) Own() *lock {
 // lock's fired key (FiredKey) records an older fire time, or none, in one
 // script. See shedlock.FireLocker and shedlock.CatchUp.
 func (p *Provider) TryLockFire(ctx context.Context, cfg shedlock.LockConfig, fire time.Time) (shedlock.FireLock, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	l, err := p.prepare(ctx, cfg)
 	if err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 
 	"github.com/shedlock-go/shedlock"
 	"github.com/shedlock-go/shedlock/internal/kvstore"
+	"github.com/shedlock-go/shedlock/internal/lockcfg"
 )
 
 // lock is one acquisition. Its hold orders its own Unlock and Extend, so an
@@ -81,7 +82,16 @@ func (l *lock) released(ctx context.Context, reply *redis.Cmd) error {
 // another, or Unlock ran). lockAtLeastFor replaces LockAtLeastFor, still
 // counted from the acquisition.
 func (l *lock) Extend(ctx context.Context, lockAtMostFor, lockAtLeastFor time.Duration) error {
-	if err := l.hold.EnterExtend(l.name, lockAtMostFor, lockAtLeastFor); err != nil {
+	if err := lockcfg.Durations(l.name, lockAtMostFor, lockAtLeastFor); err != nil { // the name was checked by TryLock
+		return err
+	}
+	return l.ExtendChecked(ctx, lockAtMostFor, lockAtLeastFor, lockcfg.Checked{})
+}
+
+// ExtendChecked is Extend on durations the executor has checked
+// (lockcfg.Checked, which only this repository's modules can name).
+func (l *lock) ExtendChecked(ctx context.Context, lockAtMostFor, lockAtLeastFor time.Duration, _ lockcfg.Checked) error {
+	if err := l.hold.Enter(); err != nil {
 		return err
 	}
 	defer l.hold.Exit()

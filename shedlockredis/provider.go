@@ -12,6 +12,7 @@ import (
 
 	"github.com/shedlock-go/shedlock"
 	"github.com/shedlock-go/shedlock/internal/kvstore"
+	"github.com/shedlock-go/shedlock/internal/lockcfg"
 )
 
 // KeyPrefix begins every lock's key, job-lock:<env>:<name>, as in Java ShedLock.
@@ -128,6 +129,15 @@ func (p *Provider) CheckConfig(cfg shedlock.LockConfig) error { return cfg.Valid
 // a Cluster, every primary) and refuses a server that may evict keys with an
 // error wrapping shedlock.ErrUnsafeStore, unless WithEvictionAllowed is given.
 func (p *Provider) TryLock(ctx context.Context, cfg shedlock.LockConfig) (shedlock.Lock, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return p.TryLockChecked(ctx, cfg, lockcfg.Checked{})
+}
+
+// TryLockChecked is TryLock on a config the executor has validated
+// (lockcfg.Checked, which only this repository's modules can name).
+func (p *Provider) TryLockChecked(ctx context.Context, cfg shedlock.LockConfig, _ lockcfg.Checked) (shedlock.Lock, error) {
 	l, err := p.prepare(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -143,12 +153,9 @@ func (p *Provider) TryLock(ctx context.Context, cfg shedlock.LockConfig) (shedlo
 	return l, nil
 }
 
-// prepare checks cfg, and the server on first use, and returns the handle of
-// an acquisition of cfg about to be sent.
+// prepare checks the server on first use, and returns the handle of an
+// acquisition of cfg, checked by its caller, about to be sent.
 func (p *Provider) prepare(ctx context.Context, cfg shedlock.LockConfig) (*lock, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
 	if err := p.checkServer(ctx); err != nil {
 		if errors.Is(err, shedlock.ErrUnsafeStore) {
 			return nil, err

@@ -66,6 +66,12 @@ func (p memoryProvider) TryLock(ctx context.Context, cfg shedlock.LockConfig) (s
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	return p.TryLockChecked(ctx, cfg, lockcfg.Checked{})
+}
+
+// TryLockChecked is TryLock on a config the executor has validated
+// (lockcfg.Checked, which only this repository's modules can name).
+func (p memoryProvider) TryLockChecked(ctx context.Context, cfg shedlock.LockConfig, _ lockcfg.Checked) (shedlock.Lock, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -149,6 +155,12 @@ func (l *memoryLock) Extend(ctx context.Context, most, least time.Duration) erro
 	if err := lockcfg.Durations(l.name, most, least); err != nil { // the name was checked by TryLock
 		return err
 	}
+	return l.ExtendChecked(ctx, most, least, lockcfg.Checked{})
+}
+
+// ExtendChecked is Extend on durations the executor has checked
+// (lockcfg.Checked, which only this repository's modules can name).
+func (l *memoryLock) ExtendChecked(ctx context.Context, most, least time.Duration, _ lockcfg.Checked) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}

@@ -5,7 +5,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/shedlock-go/shedlock/internal/lockcfg"
 	"github.com/shedlock-go/shedlock/internal/lockerr"
 )
 
@@ -28,16 +27,6 @@ func (h *Hold) Enter() error {
 		return lockerr.LockLost
 	}
 	return nil
-}
-
-// EnterExtend is Enter for an Extend of the lock named name to these
-// durations, which are checked first. The name is not checked again: it was
-// when the lock was taken.
-func (h *Hold) EnterExtend(name string, mostFor, leastFor time.Duration) error {
-	if err := lockcfg.Durations(name, mostFor, leastFor); err != nil {
-		return err
-	}
-	return h.Enter()
 }
 
 // Exit gives back the mutex Enter took.

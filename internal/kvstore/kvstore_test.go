@@ -82,11 +82,8 @@ func TestHold(t *testing.T) {
 	if err := h.Check("job", func() time.Time { return past }); !errors.Is(err, lockerr.LockExpired) {
 		t.Fatalf("past its end: %v", err)
 	}
-	if err := h.EnterExtend("job", 0, 0); !errors.Is(err, lockerr.InvalidConfig) {
-		t.Fatalf("EnterExtend(0, 0): %v", err)
-	}
-	if err := h.EnterExtend("job", time.Second, 0); err != nil {
-		t.Fatalf("EnterExtend: %v", err)
+	if err := h.Enter(); err != nil {
+		t.Fatalf("Enter: %v", err)
 	}
 	// A second writer waits for the first to exit, and then finds it done.
 	entered := make(chan error)

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/shedlock-go/shedlock/internal/lockcfg"
 	"github.com/shedlock-go/shedlock/internal/lockend"
 	"github.com/shedlock-go/shedlock/internal/lockerr"
 	"github.com/shedlock-go/shedlock/internal/retry"
@@ -98,6 +99,12 @@ func (l *Lock) Extend(ctx context.Context, lockAtMostFor, lockAtLeastFor time.Du
 	if err := l.e.cfg.CheckDurations(l.name, lockAtMostFor, lockAtLeastFor); err != nil {
 		return err
 	}
+	return l.ExtendChecked(ctx, lockAtMostFor, lockAtLeastFor, lockcfg.Checked{})
+}
+
+// ExtendChecked is Extend on durations the executor has checked
+// (lockcfg.Checked): what only the store can know is still checked.
+func (l *Lock) ExtendChecked(ctx context.Context, lockAtMostFor, lockAtLeastFor time.Duration, _ lockcfg.Checked) error {
 	if err := l.e.CheckEnd(l.name, lockAtMostFor); err != nil {
 		return err
 	}
