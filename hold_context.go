@@ -167,3 +167,6 @@ func FenceFromContext(ctx context.Context) (fence int64, ok bool) {
 // ErrNotLocked is returned by AssertLocked when its context carries no lock, or
 // one that can no longer be relied on.
 var ErrNotLocked = errors.New("shedlock: not running under a lock")
+
+// storeLock is the lock the hold stands for, for a store's RunDone.
+func (v holdLock) storeLock() Lock { return v.h.lock }
