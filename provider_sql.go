@@ -109,46 +109,6 @@ func (p *sqlProvider) EnsureTable(ctx context.Context) error { return p.engine.E
 // ends.
 func (p *sqlProvider) Close() error { return p.engine.Close() }
 
-// Locks returns every lock in the table, by name, with the database's view of
-// whether each is held now. See [Admin].
-func (p *sqlProvider) Locks(ctx context.Context) ([]LockInfo, error) {
-	rows, err := p.engine.Locks(ctx)
-	if err != nil {
-		return nil, err
-	}
-	locks := make([]LockInfo, len(rows))
-	for i, r := range rows {
-		locks[i] = LockInfo(r)
-	}
-	return locks, nil
-}
-
-// Inspect returns the lock of exactly this name (byte for byte, not another
-// that the name column's collation makes equal); ErrLockNotFound if there is
-// none.
-func (p *sqlProvider) Inspect(ctx context.Context, name string) (LockInfo, error) {
-	info, err := p.engine.Inspect(ctx, name)
-	return LockInfo(info), err
-}
-
-// ForceUnlock frees the lock of exactly this name whoever holds it, and returns
-// it as it was just before. Read [Admin] for when that is safe.
-func (p *sqlProvider) ForceUnlock(ctx context.Context, name string) (LockInfo, error) {
-	info, err := p.engine.ForceUnlock(ctx, name)
-	return LockInfo(info), err
-}
-
-// ForceUnlockSeen frees the acquisition seen shows, never one taken since;
-// ErrLockChanged when another holds the lock now. See [Admin].
-func (p *sqlProvider) ForceUnlockSeen(ctx context.Context, seen LockInfo) (LockInfo, error) {
-	info, err := p.engine.ForceUnlockSeen(ctx, sqlstore.Info(seen))
-	return LockInfo(info), err
-}
-
-// HealthCheck reports whether the server is reachable, the session can write
-// and the table is usable for locks. See [Admin].
-func (p *sqlProvider) HealthCheck(ctx context.Context) error { return p.engine.HealthCheck(ctx) }
-
 var _ FireLocker = (*sqlProvider)(nil)
 
 // TryLockFire takes cfg's lock for the run of fire time fire, only if the
@@ -174,72 +134,70 @@ func (p *sqlProvider) LastFire(ctx context.Context, name string) (time.Time, boo
 	return p.engine.LastFire(ctx, name)
 }
 
-// Pause stops the job of this name on every instance until until, or until
-// Resume when until is zero: each acquisition by a provider of this package,
-// TryLock, TryLockBatch and CatchUp's, is refused with ErrPaused, decided by
-// the acquiring statement itself by the database's clock, with no statement
-// more. A run under way goes on, and its lock is extended and released as
-// usual. A name without a row gets one, free. An until that has passed is
-// ErrInvalidConfig. Java ShedLock pods on the table do not honour a pause.
-// A table without the columns of migration 0004 is ErrUnsafeStore, naming
-// it. See [Controller].
-func (p *sqlProvider) Pause(ctx context.Context, name string, until time.Time) error {
-	if err := validName(name); err != nil {
-		return err
-	}
-	return p.engine.Pause(ctx, name, until)
+// TryLockBatch makes one attempt on each of cfgs together (see
+// [BatchLocker]): on PostgreSQL and SQLite one statement for all of them, on
+// MySQL and MariaDB two (the upsert, then a read of which rows now carry this
+// batch's tokens), and on the first use of names, one more that checks them
+// against the name column (none on SQLite, nor on PostgreSQL under a
+// deterministic collation). A lock it returns is the same as one from TryLock:
+// its Unlock and Extend are TryLock's.
+//
+// A config that is not valid, or that the store cannot hold, is that entry's
+// error (ErrInvalidConfig); so is the later of two names that the name
+// column's collation makes one row (with ErrDuplicateName, naming both), while
+// the first is attempted as any other; two configs of one exact name are the
+// batch's. A deadlock, serialization
+// failure or lock wait timeout rolls the whole statement back and takes
+// nothing: it is sent again once, at once, and after a second every entry is
+// ErrNotAcquired, as a single attempt's would be.
+func (p *sqlProvider) TryLockBatch(ctx context.Context, cfgs []LockConfig) ([]LockResult, error) {
+	return p.tryLockBatch(ctx, cfgs, LockConfig.Validate)
 }
 
-// Resume ends a pause; a name that is not paused is no error. See
-// [Controller].
-func (p *sqlProvider) Resume(ctx context.Context, name string) error {
-	if err := validName(name); err != nil {
-		return err
-	}
-	return p.engine.Resume(ctx, name)
+// TryLockBatchChecked is TryLockBatch on configs the executor has validated
+// (lockcfg.Checked, which only this repository's modules can name).
+func (p *sqlProvider) TryLockBatchChecked(ctx context.Context, cfgs []LockConfig, _ lockcfg.Checked) ([]LockResult, error) {
+	return p.tryLockBatch(ctx, cfgs, nil)
 }
 
-// RunNow asks for one more run of the job and returns how many are asked for
-// and not yet run (see [Controller] and [RunRequester]). A name without a row
-// gets one, free.
-func (p *sqlProvider) RunNow(ctx context.Context, name string) (int64, error) {
-	if err := validName(name); err != nil {
-		return 0, err
+// tryLockBatch is TryLockBatch, validating each config with validate unless
+// it is nil.
+func (p *sqlProvider) tryLockBatch(ctx context.Context, cfgs []LockConfig, validate func(LockConfig) error) ([]LockResult, error) {
+	res := make([]LockResult, len(cfgs))
+	seen := make(map[string]bool, len(cfgs))
+	items := make([]sqlstore.BatchItem, 0, len(cfgs))
+	var index []int // of each item in cfgs
+	for i, c := range cfgs {
+		if seen[c.Name] {
+			return nil, fmt.Errorf("%w: lock %q appears twice in one batch", ErrInvalidConfig, c.Name)
+		}
+		seen[c.Name] = true
+		if validate != nil {
+			if err := validate(c); err != nil {
+				res[i].Err = err
+				continue
+			}
+		}
+		if err := p.engine.CheckEnd(c.Name, c.LockAtMostFor); err != nil {
+			res[i].Err = err
+			continue
+		}
+		items = append(items, sqlstore.BatchItem{Name: c.Name, MostFor: c.LockAtMostFor, LeastFor: c.LockAtLeastFor})
+		index = append(index, i)
 	}
-	return p.engine.RunNow(ctx, name)
-}
-
-// RunRequests returns, for those of names with run requests not yet run, how
-// many there are, with one statement. A table without the columns of
-// migration 0004 has none. See [RunRequester].
-func (p *sqlProvider) RunRequests(ctx context.Context, names []string) (map[string]int64, error) {
-	return p.engine.RunRequests(ctx, names)
-}
-
-// RunDone marks one run request of name run, if one is left, in one
-// statement that counts it only while held, a lock a SQL provider of this
-// package returned for name (or one that stands for it, see storeLocker),
-// still holds it unexpired, and only once per acquisition (a RunDone sent
-// again marks nothing more); ErrLockLost when held no longer holds it. See
-// [RunRequester].
-func (p *sqlProvider) RunDone(ctx context.Context, name string, held Lock) error {
-	if s, ok := held.(storeLocker); ok {
-		held = s.storeLock()
+	if len(items) == 0 {
+		return res, nil
 	}
-	l, ok := held.(*sqlstore.Lock)
-	if !ok {
-		return fmt.Errorf("%w: run done for %q: the lock (%T) was not taken by a SQL provider", ErrInvalidConfig, name, held)
+	got, err := p.engine.TryLockBatch(ctx, items)
+	if err != nil {
+		return nil, err
 	}
-	return p.engine.RunDone(ctx, name, l)
-}
-
-// storeLocker is implemented by a lock that stands for a provider's own, as
-// the one a task sees through LockFromContext does: RunDone checks the
-// acquisition of the provider's lock. The method is unexported: no caller
-// outside this package reaches the lock it stands for.
-type storeLocker interface{ storeLock() Lock }
-
-// validName checks a name an operator gives as a lock's name is checked.
-func validName(name string) error {
-	return LockConfig{Name: name, LockAtMostFor: MinLockAtMostFor}.Validate()
+	for k, r := range got {
+		i := index[k]
+		res[i].Err = r.Err
+		if r.Lock != nil { // a nil *Lock must not become a non-nil Lock
+			res[i].Lock = r.Lock
+		}
+	}
+	return res, nil
 }
