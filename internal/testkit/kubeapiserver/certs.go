@@ -19,8 +19,8 @@ import (
 // files are what a server is started with, in its directory.
 type files struct {
 	caCert, servingCert, servingKey string // the serving certificate, signed by caCert
-	saPub, saKey                        string // the service-account signing key pair
-	tokens                              string // the token file
+	saPub, saKey                    string // the service-account signing key pair
+	tokens                          string // the token file
 }
 
 // writeFiles writes a CA, a serving certificate for 127.0.0.1 and localhost
