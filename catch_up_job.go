@@ -30,13 +30,17 @@ func outcomeOf(ran bool, err error) fireOutcome {
 // instance knows of the job's latest fire time, and the goroutine that checks
 // it at start and after each retry delay.
 type catchUpJob struct {
-	j      *scheduledJob
-	fl     FireLocker
-	window time.Duration
-	retry  time.Duration
-	kick   chan struct{} // a fire's attempt changed the state: the checker re-arms
-	c      *cron.Cron
-	id     cron.EntryID
+	e        *Executor
+	cfg      LockConfig
+	loc      *time.Location
+	schedule cron.Schedule // the entry's, once cron has parsed the spec
+	runAt    func(fire time.Time, catchUp bool) (bool, error)
+	fl       FireLocker
+	window   time.Duration
+	retry    time.Duration
+	kick     chan struct{} // a fire's attempt changed the state: the checker re-arms
+	c        *cron.Cron
+	id       cron.EntryID
 
 	mu     sync.Mutex
 	fire   time.Time   // the latest fire time this instance has tried or checked
@@ -46,32 +50,20 @@ type catchUpJob struct {
 	tried  time.Time   // the latest fire time this instance attempted, at its fire or at a check
 }
 
-// checkHorizon bounds how far back the checker looks for a fire time past its
-// window, to tell whether it was missed.
-const checkHorizon = 366 * 24 * time.Hour
-
 // start runs the checker until the executor stops or the entry leaves c.
 func (cj *catchUpJob) start() {
-	e := cj.j.e
-	e.mu.Lock()
-	if e.stopped {
-		e.mu.Unlock()
+	e := cj.e
+	if !e.beginLive() {
 		return
 	}
-	e.live++
-	e.mu.Unlock()
 	go func() {
-		defer func() {
-			e.mu.Lock()
-			defer e.mu.Unlock()
-			e.endLiveLocked()
-		}()
+		defer e.endLive()
 		cj.loop()
 	}()
 }
 
 func (cj *catchUpJob) loop() {
-	base := cj.j.e.base
+	base := cj.e.base
 	cj.check() // at start
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
@@ -151,8 +143,8 @@ func minTime(a, b time.Time) time.Time {
 // check runs the latest fire time due if it is inside its window and not known
 // to have succeeded; past its window, it judges whether it was missed.
 func (cj *catchUpJob) check() {
-	now := time.Now().In(cj.j.loc)
-	fire := latestFire(cj.j.schedule.Next, now, checkHorizon)
+	now := time.Now().In(cj.loc)
+	fire := latestFire(cj.schedule.Next, now, checkHorizon)
 	if fire.IsZero() { // none within a year: nothing to run until the next fire time
 		cj.mu.Lock()
 		cj.wake = time.Time{}
@@ -197,7 +189,7 @@ func (cj *catchUpJob) attempt(fire time.Time) fireOutcome {
 	done := make(chan struct{})
 	go func() { // a runtime.Goexit in the task ends this goroutine, not the checker
 		defer close(done)
-		ran, err = cj.j.runAt(fire, true)
+		ran, err = cj.runAt(fire, true)
 	}()
 	<-done
 	return outcomeOf(ran, err)
@@ -207,13 +199,13 @@ func (cj *catchUpJob) attempt(fire time.Time) fireOutcome {
 // succeeded, and whether it records any fire time. A store error counts as
 // not recorded: the attempt that follows is conditional on the record anyway.
 func (cj *catchUpJob) recorded(fire time.Time) (done, any bool) {
-	e := cj.j.e
+	e := cj.e
 	ctx, cancel := context.WithTimeout(e.base, e.attempts.timeout)
 	defer cancel()
-	last, ok, err := cj.fl.LastFire(ctx, cj.j.cfg.Name)
+	last, ok, err := cj.fl.LastFire(ctx, cj.cfg.Name)
 	if err != nil {
 		if !errors.Is(err, context.Canceled) {
-			e.log.WarnContext(ctx, "shedlock: could not read the last fire time that succeeded", "lock", cj.j.cfg.Name, "error", err)
+			e.log.WarnContext(ctx, "shedlock: could not read the last fire time that succeeded", "lock", cj.cfg.Name, "error", err)
 		}
 		return false, true
 	}
@@ -236,8 +228,8 @@ func (cj *catchUpJob) judge(fire time.Time, state fireOutcome) {
 	if done, any := cj.recorded(fire); done || (!any && !tried) {
 		return
 	}
-	e := cj.j.e
+	e := cj.e
 	e.log.WarnContext(e.base, "shedlock: missed fire time: no run of it succeeded within its catch-up window",
-		"lock", cj.j.cfg.Name, "fire_time", fire, "window", cj.window)
-	e.emit(e.base, Event{Kind: EventMissedFireTime, Config: cj.j.cfg, FireTime: fire}, time.Time{})
+		"lock", cj.cfg.Name, "fire_time", fire, "window", cj.window)
+	e.emit(e.base, Event{Kind: EventMissedFireTime, Config: cj.cfg, FireTime: fire}, time.Time{})
 }

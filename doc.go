@@ -136,15 +136,44 @@
 // LockAtMostFor. Give ctx a deadline inside the time the platform allows for
 // shutdown (a Kubernetes pod's terminationGracePeriodSeconds).
 //
-// # One leader for a group
+// # The store contract
 //
-// A Leader holds one lease per group of jobs instead of a lock per run: jobs
-// wrapped with Leader.OnlyWhenLeading (robfig/cron) or gated by
+// A store implements [LockProvider] and [Lock]; [LockConfig] names a lock
+// and bounds its hold. The rest is optional, and the executor uses each where
+// a provider has it: [BatchLocker] (attempts in one round trip), [FireLocker]
+// (the fire-time record of CatchUp), [HoldGranularity], [NameKeyer],
+// [ConfigChecker], [PoolSizer], [HoldChecker]; [Admin] for operators, and
+// [Controller] and [RunRequester] for pausing a job everywhere and running it
+// now. shedlocktest runs the conformance cases on any store.
+//
+// # The executor
+//
+// [Executor] runs tasks under locks: [Executor.Run] by hand, [Executor.WithLock]
+// and [Executor.Wrap] for cron jobs, [Executor.Schedule] once per fire time,
+// [Executor.FixedDelay] in a loop; [Executor.Stop] ends them. Executor options
+// ([ExecutorOption]) and job options ([JobOption]) each stand beside their
+// type; [Listener] receives the events. A job an operator paused is skipped
+// ([SkipPaused]); [WithRunNowCheck] runs a job once per run-now request.
+// [Executor.Jobs] lists the jobs and their next fire times.
+//
+// # The Leader
+//
+// A [Leader] holds one lease per group of jobs instead of a lock per run: jobs
+// wrapped with [Leader.OnlyWhenLeading] (robfig/cron) or gated by
 // shedlockgocron.SchedulerOptions run only on the instance that leads, under
 // the leadership's context, at no statement per run. That context ends a
-// margin before the lease could end in the store, and carries the term's
-// fencing token (FenceFromContext). Leader.Stop waits for the jobs running
-// under it before it releases the lease.
+// margin before the lease could end in the store (the same margin as a task's),
+// and carries the term's fencing token (FenceFromContext). [Leader.Stop] waits
+// for the jobs running under it before it releases the lease. Its options
+// ([LeaderOption]) are named WithLeader....
+//
+// # The SQL stores
+//
+// [NewMySQLProvider] (also MariaDB), [NewPostgresProvider] and
+// [NewSQLiteProvider] keep locks in a table shared with Java ShedLock, on the
+// service's own *sql.DB, with [ProviderOption]s; each is an Admin, a
+// Controller and a FireLocker. Redis, etcd and Kubernetes stores are modules
+// of their own.
 //
 // # Options
 //

@@ -3,6 +3,7 @@ package shedlock
 import (
 	"errors"
 
+	"github.com/shedlock-go/shedlock/internal/apply"
 	"github.com/shedlock-go/shedlock/internal/lockerr"
 )
 
@@ -38,6 +39,10 @@ var (
 	// LockAtMostFor is running out: past it another instance may take the lock.
 	// AssertLocked wraps it for a lock past its end.
 	ErrLockExpired = lockerr.LockExpired
+	// ErrPaused is returned by TryLock for a job an operator paused (see
+	// Controller). It wraps ErrNotAcquired: code that skips a held lock skips a
+	// paused one too. The store decides it inside the acquiring statement.
+	ErrPaused = lockerr.Paused
 )
 
 // The errors of the executor.
@@ -61,7 +66,10 @@ var (
 	ErrNotStarted = errors.New("shedlock: executor never started")
 	// ErrTaskPanicked wraps a panic recovered from a task, with its value and stack.
 	ErrTaskPanicked = errors.New("shedlock: task panicked")
-	// ErrNotLocked is returned by AssertLocked when its context carries no lock, or
-	// one that can no longer be relied on.
-	ErrNotLocked = errors.New("shedlock: not running under a lock")
 )
+
+// applyOptions is the one option idiom of every constructor here and in the
+// sibling modules (internal/apply).
+func applyOptions[T any, O ~func(*T) error](ctor string, dst *T, opts []O) error {
+	return apply.Options(ctor, dst, opts)
+}

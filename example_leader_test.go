@@ -17,9 +17,9 @@ import (
 func ExampleLeader() {
 	store := shedlocktest.NewMemoryStore() // in a service: shedlock.NewMySQLProvider(db)
 	podA, _ := shedlock.NewLeader(store.Provider("pod-a"), "billing", 15*time.Second,
-		shedlock.WithRetryPeriod(10*time.Millisecond))
+		shedlock.WithLeaderRetryPeriod(10*time.Millisecond))
 	podB, _ := shedlock.NewLeader(store.Provider("pod-b"), "billing", 15*time.Second,
-		shedlock.WithRetryPeriod(10*time.Millisecond))
+		shedlock.WithLeaderRetryPeriod(10*time.Millisecond))
 	podA.Start()
 	for !podA.IsLeader() { // a service does not wait: its jobs just skip until it leads
 		time.Sleep(time.Millisecond)

@@ -5,16 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/robfig/cron/v3"
-
 	"github.com/shedlock-go/shedlock/internal/eventqueue"
-	"github.com/shedlock-go/shedlock/internal/jobname"
 )
 
 // Executor runs tasks under locks: each run first takes the task's lock, and the
@@ -30,35 +26,23 @@ type Executor struct {
 	seq            *runSeq                  // numbers runs for listeners
 	err            error                    // a bad option or a nil provider: every call returns it
 	attempts       *attempts                // sends the attempts, within the bound
-	hooks          *leaseHooks              // what every run's lease calls back
+	hooks          *holdHooks               // what every run's hold calls back
 
 	base     context.Context // ends when Stop begins, with the cause ErrStopped
 	stopBase context.CancelCauseFunc
 
+	reg  *registry // the job names registered
+	here *runsHere // the runs under way here
+
+	delays          *fixedDelays  // the fixed-delay loops
+	runNowEvery     time.Duration // how often to ask for run-now requests; 0: never
+	runNowChecks    atomic.Bool   // the check for run-now requests has started
+	notStartedAfter time.Duration // how long loops may wait for Start before a warning
+
 	mu      sync.Mutex
 	stopped bool
-	started bool
-	running map[string]string   // jobname.Key -> name, for names with a Run under way here
-	wonLast map[string]struct{} // jobname.Keys whose last attempt here took the lock; see inflight.WonLast
-	late    map[string]struct{} // jobname.Keys warned of a run late on arrival; see warnLateOnce
-	keys    map[string]string   // name -> jobname.Key, for the names Run was called with; see keyLocked
-	leases  map[*lease]struct{} // tasks running: Stop ends their contexts
-	names   map[string]string   // jobname.Key -> name registered by WithLock, Wrap and FixedDelay
-	// the provider's NameKey -> name registered, for a NameKeyer; and
-	// jobname.Key -> NameKey, to free it with the name
-	storeNames, storeKeys map[string]string
-	noNameKeys            atomic.Bool // the provider's NameKey timed out once: not asked again
-	loops                 []*fixedDelayLoop
-	// notStarted warns once of fixed-delay loops registered and not started
-	// within notStartedAfter; nil until the first such loop.
-	notStarted      *time.Timer
-	notStartedAfter time.Duration
-	runs            int           // Run calls under way
-	live            int           // Run calls and fixed-delay loops under way
-	idle            chan struct{} // closed once stopped with nothing live
-
-	// jobname.Key -> the cron entry Schedule added under that name; see freeRemoved
-	entries map[string]cronEntry
+	live    int           // runs and loops under way
+	idle    chan struct{} // closed once stopped with nothing live
 }
 
 // NewExecutor returns an executor that takes its locks from p.
@@ -81,21 +65,17 @@ func NewExecutor(p LockProvider, opts ...ExecutorOption) *Executor {
 		attempts:       &attempts{provider: p, timeout: o.acquireTimeout, maxInFlight: o.maxInFlight, log: o.logger},
 		events:         newEventQueue(o.listeners, o.logger),
 		err:            err,
-		running:        make(map[string]string),
-		wonLast:        make(map[string]struct{}),
-		late:           make(map[string]struct{}),
-		keys:           make(map[string]string),
 		seq:            new(runSeq),
-		leases:         make(map[*lease]struct{}),
-		names:          make(map[string]string),
-		storeNames:     make(map[string]string),
-		storeKeys:      make(map[string]string),
+		reg:            newRegistry(),
+		here:           newRunsHere(),
+		delays:         &fixedDelays{log: o.logger},
+		runNowEvery:    o.runNowEvery,
 		idle:           make(chan struct{}),
 
 		notStartedAfter: notStartedWarnAfter,
 	}
 	e.base, e.stopBase = context.WithCancelCause(context.Background())
-	e.hooks = e.leaseHooks()
+	e.hooks = e.holdHooks()
 	e.attempts.warnPoolOfOne()
 	return e
 }
@@ -113,39 +93,22 @@ func (e *Executor) emit(ctx context.Context, ev Event, from time.Time) {
 	e.events.Push(ctx, ev)
 }
 
-// cronEntry is where Schedule added a name's job (see freeRemoved).
-type cronEntry struct {
-	c  *cron.Cron
-	id cron.EntryID
-}
-
-// registerLocked claims name for one job, unless the executor has stopped;
-// storeKey is the provider's NameKey of it ("": none). e.mu must be held.
-func (e *Executor) registerLocked(name, storeKey string) error {
+// beginLive counts a run or a loop that starts now, unless the executor has
+// stopped (false).
+func (e *Executor) beginLive() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	if e.stopped {
-		return fmt.Errorf("%w: lock %q: registered after Stop", ErrStopped, name)
+		return false
 	}
-	key := jobname.Key(name)
-	if first, ok := e.names[key]; ok {
-		if first == name {
-			return fmt.Errorf("%w: %q", ErrDuplicateName, name)
-		}
-		return fmt.Errorf("%w: %q is %q to the store (names differing only by case, accents, emoji or trailing spaces are one lock)",
-			ErrDuplicateName, name, first)
-	}
-	if first, ok := e.storeNames[storeKey]; ok && storeKey != "" {
-		return fmt.Errorf("%w: %q is %q to the store (its collation keeps both in one row)", ErrDuplicateName, name, first)
-	}
-	e.names[key] = name
-	if storeKey != "" {
-		e.storeNames[storeKey] = name
-		e.storeKeys[key] = storeKey
-	}
-	return nil
+	e.live++
+	return true
 }
 
-// endLiveLocked counts down a Run or a loop; the last one after Stop wakes Stop.
-func (e *Executor) endLiveLocked() {
+// endLive counts down a run or a loop; the last one after Stop wakes Stop.
+func (e *Executor) endLive() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	e.live--
 	if e.stopped && e.live == 0 {
 		close(e.idle)
@@ -177,17 +140,11 @@ func (e *Executor) Stop(ctx context.Context) error {
 			close(e.idle)
 		}
 	}
-	notStarted := e.notStartedLocked()
-	e.stopNotStartedLocked()
-	leases := make([]*lease, 0, len(e.leases))
-	for l := range e.leases {
-		leases = append(leases, l)
-	}
 	e.mu.Unlock()
+	notStarted := e.delays.stop()
+	e.reg.close()
 	e.stopBase(ErrStopped)
-	for _, l := range leases {
-		l.cancel(ErrStopped)
-	}
+	e.here.close()
 
 	select {
 	case <-e.idle:
@@ -198,53 +155,40 @@ func (e *Executor) Stop(ctx context.Context) error {
 		return notStarted
 	case <-ctx.Done():
 	}
-	e.mu.Lock()
-	runs := e.runs
-	names := make([]string, 0, len(e.running))
-	for _, name := range e.running {
-		names = append(names, fmt.Sprintf("%q", name))
-	}
-	e.mu.Unlock()
-	if runs == 0 {
+	names := e.here.names()
+	if len(names) == 0 {
 		// What is left are loops between runs: they end at once, running nothing.
 		<-e.idle
 		return errors.Join(notStarted, e.attempts.waitBatches(ctx))
 	}
-	slices.Sort(names)
 	return errors.Join(notStarted, fmt.Errorf("shedlock: stop: %d tasks still running (%s): %w",
-		runs, strings.Join(names, ", "), ctx.Err()))
+		len(names), strings.Join(names, ", "), ctx.Err()))
 }
 
-// notStartedLocked reports fixed-delay jobs that never ran because Start was
-// never called. e.mu must be held.
-func (e *Executor) notStartedLocked() error {
-	if e.started || len(e.loops) == 0 {
-		return nil
+// holdHooks is what a run's hold may call back: made once, in NewExecutor,
+// since each method value is an allocation.
+func (e *Executor) holdHooks() *holdHooks {
+	h := &holdHooks{log: e.log, noun: "lock", ended: e.holdEnded, finished: e.here.removeHold,
+		extend: e.attempts.extend, clock: newHoldClock()}
+	if e.events != nil {
+		h.emit = e.emit
 	}
-	names := make([]string, len(e.loops))
-	for i, l := range e.loops {
-		names[i] = l.cfg.Name
-	}
-	return fmt.Errorf("%w: fixed-delay jobs %q never ran: call Start after registering them", ErrNotStarted, names)
+	return h
 }
 
-// jobOptions applies opts to the executor's defaults.
-func (e *Executor) jobOptions(name string, opts []JobOption) (jobOptions, error) {
-	if len(opts) == 0 { // every Run: no message to format, and no options on the heap
-		return jobOptions{keepAlive: e.keepAlive}, nil
+// holdEnded reports a run's lock lost or run out while its task runs.
+func (e *Executor) holdEnded(h *hold, kind EventKind, cause error, byKeepAlive bool) {
+	if kind == EventLost {
+		e.log.ErrorContext(h.parent, "shedlock: lock lost while the task runs; its context ends",
+			"lock", h.cfg.Name, "error", cause)
+	} else {
+		e.log.WarnContext(h.parent, "shedlock: lock's LockAtMostFor ran out while the task runs; its context ends",
+			"lock", h.cfg.Name)
 	}
-	o := jobOptions{keepAlive: e.keepAlive}
-	err := applyOptions(fmt.Sprintf("lock %q: job", name), &o, opts)
-	return o, err
+	h.emit(Event{Kind: kind, Err: cause, KeepAlive: byKeepAlive}, time.Time{})
 }
 
-// plainJobOptions is jobOptions for a job whose fire times the executor does
-// not know (what: Run, FixedDelay or Wrap), which CatchUp needs.
-func (e *Executor) plainJobOptions(name, what string, opts []JobOption) (jobOptions, error) {
-	o, err := e.jobOptions(name, opts)
-	if err == nil && o.catchUp > 0 {
-		err = fmt.Errorf("%w: lock %q: CatchUp needs the job's cron spec, which %s is not given: "+
-			"add the job with Schedule", ErrInvalidOption, name, what)
-	}
-	return o, err
-}
+// Jobs returns the jobs registered with the executor (WithLock, Wrap,
+// Schedule, FixedDelay), by name, with their next fire times here. It costs
+// no statement.
+func (e *Executor) Jobs() []JobInfo { return e.reg.jobs(e.here.isRunning) }

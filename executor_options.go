@@ -19,6 +19,7 @@ type executorOptions struct {
 	listeners      []Listener
 	skipLevel      slog.Level
 	maxInFlight    int
+	runNowEvery    time.Duration
 }
 
 func defaultExecutorOptions() executorOptions {
@@ -120,4 +121,67 @@ func newExecutorOptions(opts []ExecutorOption) (executorOptions, error) {
 		return defaultExecutorOptions(), err
 	}
 	return o, nil
+}
+
+// WithMaxInFlight bounds the executor's statements in flight at once to n. By
+// default n is the provider's pool size (PoolSizer), read at the first
+// attempt, or 8 when it has none. Attempts, in batches, alone or for a
+// CatchUp run's fire time, use at most n-1 of them (1 when n is 1), so that
+// one connection stays free for releases and extensions, which
+// never wait for attempts: a lock this instance holds is kept and freed in one
+// statement's time, even while every attempt hangs on rows another
+// transaction holds; they go before waiting attempts when a statement ends,
+// and keep to the bound of n too, so that a herd's winners releasing at once do
+// not open a connection each. With n = 1, one attempt and one release or
+// extension may be in flight. n must be >= 1.
+//
+// The bound cannot give the pool a connection it does not have: with a pool
+// of one connection (db.SetMaxOpenConns(1)), an attempt hung on a row keeps
+// it, and a release or an extension waits for it, up to the acquire timeout.
+// The executor warns of such a pool at construction and at its first
+// attempt: give it at least 2 connections.
+//
+// Attempts beyond the bound wait, and go together: when one ends, the next
+// takes the queue with it, up to 64 attempts, in one batch statement where
+// the provider can (BatchLocker), else one at a time. Attempts on names whose
+// last attempt here took the lock go first, then the others, each instance
+// going round the names from a place of its own, so that at a tick the
+// instances' first batches are mostly different jobs; the others do not wait
+// for won-last attempts in flight while a slot is free. An attempt that finds
+// a slot free and no queue goes at once, alone. Each attempt in a batch keeps
+// its own acquire timeout (WithAcquireTimeout).
+//
+// Size it as the pool: with N pods each firing M jobs at one tick, each pod
+// opens at most n connections, and the store sees about N×M/64 batch
+// statements rather than N×M; the store must allow N×n connections besides
+// its other clients. An executor bounds only its own statements: tasks that
+// use the same pool, and other executors on it, add to it.
+func WithMaxInFlight(n int) ExecutorOption {
+	return func(o *executorOptions) error {
+		if n < 1 {
+			return fmt.Errorf("%w: WithMaxInFlight(%d): must be >= 1", ErrInvalidOption, n)
+		}
+		o.maxInFlight = n
+		return nil
+	}
+}
+
+// WithRunNowCheck makes the executor ask its store every d which of its jobs
+// an operator asked to run now (Controller.RunNow), in one statement for all
+// of them, and run each such job once, under its lock, as at a fire time: the
+// first instance to check runs it, and marks the request run once the task
+// has returned without error, still holding the lock, so that a request whose
+// run died (a pod killed mid-run) is run by the next check anywhere. A paused
+// job's request waits for Resume. The provider must keep requests
+// (RunRequester: the SQL providers, shedlockredis, shedlocketcd); with one
+// that does not, the option does nothing. Default: off, no statement. d must
+// be at least 10 ms.
+func WithRunNowCheck(d time.Duration) ExecutorOption {
+	return func(o *executorOptions) error {
+		if d < 10*time.Millisecond {
+			return fmt.Errorf("%w: WithRunNowCheck(%v): must be at least 10ms", ErrInvalidOption, d)
+		}
+		o.runNowEvery = d
+		return nil
+	}
 }

@@ -71,20 +71,92 @@ func windowEnd(ctx context.Context, cfg LockConfig, called time.Time) time.Time 
 	return fire.Add(cfg.LockAtLeastFor / 2)
 }
 
-// fireTime is the fire time of a Schedule'd job's run that cron called at
-// now: the latest of its spec's fire times, which is the one cron fired (cron
+// fireTimeOf is the fire time of a Schedule'd job's run that cron called at
+// now, on schedule s: the latest of its spec's fire times, which is the one cron fired (cron
 // calls a job once its time has come), the same on every instance. An @every
 // spec has no shared fire times, and its Next counts from the time given: now
 // stands for it.
-func (j *scheduledJob) fireTime(now time.Time) time.Time {
-	if j.schedule == nil {
+func fireTimeOf(s cron.Schedule, now time.Time) time.Time {
+	if s == nil {
 		return now
 	}
-	if _, every := j.schedule.(cron.ConstantDelaySchedule); every {
+	if _, every := s.(cron.ConstantDelaySchedule); every {
 		return now
 	}
-	if fire := latestFire(j.schedule.Next, now, checkHorizon); !fire.IsZero() {
+	if fire := latestFire(s.Next, now, checkHorizon); !fire.IsZero() {
 		return fire
 	}
 	return now
+}
+
+// granularHold returns the largest hold of at most avail that the store of p
+// keeps for no longer than avail, as p's HoldGranularity rounds it; 0 when
+// even the store's shortest hold is longer than avail. For a provider without
+// HoldGranularity it is avail, truncated to the millisecond.
+func granularHold(p LockProvider, avail time.Duration) time.Duration {
+	g, ok := p.(HoldGranularity)
+	if !ok {
+		return max(avail.Truncate(time.Millisecond), 0)
+	}
+	step, least := g.HoldGranularity()
+	if step <= 0 {
+		step = time.Millisecond
+	}
+	h := avail.Truncate(step)
+	if h <= 0 || h < least {
+		return 0
+	}
+	return h
+}
+
+// neededGap is the smallest interval between fire times for which the store
+// of p, as its HoldGranularity rounds, can hold each run's lock for longer
+// than the clock skew bound and still free it the bound before the next fire
+// time, for a run that starts up to the bound, or half a step, after its fire
+// time: one later than the bound finds every instance within the bound has
+// fired already. 0 for a provider without HoldGranularity: Schedule's own
+// rule, more than twice the bound, is then the whole of it.
+func neededGap(p LockProvider, skew time.Duration) time.Duration {
+	g, ok := p.(HoldGranularity)
+	if !ok {
+		return 0
+	}
+	step, least := g.HoldGranularity()
+	if step <= 0 {
+		step = time.Millisecond
+	}
+	h := max(least, skew+1) // longer than the bound, and kept no longer than asked
+	if r := h % step; r != 0 {
+		h += step - r
+	}
+	return h + skew + max(step/2, skew)
+}
+
+// checkHorizon bounds how far back the checker looks for a fire time past its
+// window, to tell whether it was missed.
+const checkHorizon = 366 * 24 * time.Hour
+
+// latestFire returns the latest fire time of next at or before now and after
+// now - horizon; zero when there is none. next is a cron schedule's Next, which
+// only goes forward: the search steps back from now, doubling, until a fire
+// time lies between, then walks forward to the last one.
+func latestFire(next func(time.Time) time.Time, now time.Time, horizon time.Duration) time.Time {
+	const maxWalk = 100_000 // fire times walked at most; a cron spec fires at most once a second
+	for step := time.Second; ; step *= 2 {
+		step = min(step, horizon)
+		t := next(now.Add(-step))
+		if !t.IsZero() && !t.After(now) {
+			for range maxWalk {
+				n := next(t)
+				if n.IsZero() || n.After(now) {
+					break
+				}
+				t = n
+			}
+			return t
+		}
+		if step >= horizon {
+			return time.Time{}
+		}
+	}
 }

@@ -3,6 +3,9 @@ package shedlock
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -12,119 +15,95 @@ type fixedDelayLoop struct {
 	delay time.Duration
 	task  func(context.Context) error
 	opts  jobOptions
+	next  atomic.Int64 // when the next run is due, in Unix nanoseconds; 0 before Start
 }
 
-// FixedDelay registers a task to run under cfg's lock in a loop: run, wait delay
-// after it finishes (or after the lock was found taken), run again. This is
-// Spring's fixedDelay, which robfig/cron lacks. Loops start with Start, or at once
-// if the executor has started; they end with Stop. If Start is never called the
-// task never runs: a warning is logged once when loops registered a minute ago
-// have still not started, and Stop returns ErrNotStarted.
-//
-// It returns ErrInvalidConfig for a config that fails Validate or that the
-// provider would refuse on every run (see ConfigChecker), ErrInvalidJob for a nil
-// task or a delay that is not > 0, ErrDuplicateName for a name already registered
-// on this executor (names differing only by case, accents, emoji or trailing spaces are one
-// name), and ErrStopped after Stop.
-//
-// Job options (KeepAlive) apply to every run; a nil one is ErrInvalidOption.
-//
-// Each run has a goroutine of its own, as each cron run does: a task that calls
-// runtime.Goexit ends that run (its lock is released and the Goexit logged), and
-// the loop goes on.
-func (e *Executor) FixedDelay(cfg LockConfig, delay time.Duration, task func(ctx context.Context) error, opts ...JobOption) error {
-	storeKey, err := e.checkJob(cfg)
-	if err != nil {
-		return err
+// notStartedWarnAfter is how long fixed-delay loops may wait for Start before
+// a warning says they have not run. Services call Start right after
+// registering; a minute leaves room for a slow startup between the two.
+const notStartedWarnAfter = time.Minute
+
+// fixedDelays is an executor's fixed-delay loops, with their own lock: they
+// wait for Start, run until Stop, and are warned of once when registered and
+// not started in time.
+type fixedDelays struct {
+	mu         sync.Mutex
+	started    bool
+	stopped    bool
+	loops      []*fixedDelayLoop
+	notStarted *time.Timer // warns of loops not started; nil until the first loop
+	log        *slog.Logger
+}
+
+// add keeps l, and starts it at once (start) if Start has been called; else
+// it arms the warning, to fire after warnAfter. ErrStopped after Stop.
+func (d *fixedDelays) add(l *fixedDelayLoop, start func(*fixedDelayLoop), warnAfter time.Duration) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.stopped {
+		return fmt.Errorf("%w: lock %q: registered after Stop", ErrStopped, l.cfg.Name)
 	}
-	o, err := e.plainJobOptions(cfg.Name, "FixedDelay", opts)
-	if err != nil {
-		return err
-	}
-	if task == nil {
-		return fmt.Errorf("%w: lock %q: FixedDelay: nil task", ErrInvalidJob, cfg.Name)
-	}
-	if delay <= 0 {
-		return fmt.Errorf("%w: lock %q: FixedDelay needs a delay > 0, got %v", ErrInvalidJob, cfg.Name, delay)
-	}
-	l := &fixedDelayLoop{cfg: cfg, delay: delay, task: task, opts: o}
-	e.freeRemoved(cfg.Name, storeKey)
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if err := e.registerLocked(cfg.Name, storeKey); err != nil {
-		return err
-	}
-	e.loops = append(e.loops, l)
-	if e.started {
-		e.startLocked(l)
-	} else if e.notStarted == nil {
-		e.notStarted = time.AfterFunc(e.notStartedAfter, e.warnNotStarted)
+	d.loops = append(d.loops, l)
+	if d.started {
+		start(l)
+	} else if d.notStarted == nil {
+		d.notStarted = time.AfterFunc(warnAfter, func() { d.warnNotStarted(warnAfter) })
 	}
 	return nil
 }
 
-// Start starts the registered fixed-delay loops, each running its task at once.
-// Calling it again, or after Stop, does nothing.
-func (e *Executor) Start() {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.started || e.stopped {
+// startAll starts every loop kept, once, unless stopped.
+func (d *fixedDelays) startAll(start func(*fixedDelayLoop)) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.started || d.stopped {
 		return
 	}
-	e.started = true
-	e.stopNotStartedLocked()
-	for _, l := range e.loops {
-		e.startLocked(l)
+	d.started = true
+	d.stopNotStartedLocked()
+	for _, l := range d.loops {
+		start(l)
 	}
 }
 
-// checkJob reports why a job under cfg cannot be registered: a bad executor or
-// a config the provider would refuse; else it returns the provider's NameKey
-// of the name (see storeKey).
-func (e *Executor) checkJob(cfg LockConfig) (string, error) {
-	if e.err != nil {
-		return "", e.err
+// stop refuses loops added after, and reports those that never ran because
+// Start was never called, wrapping ErrNotStarted.
+func (d *fixedDelays) stop() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.stopped = true
+	d.stopNotStartedLocked()
+	if d.started || len(d.loops) == 0 {
+		return nil
 	}
-	if err := cfg.Validate(); err != nil {
-		return "", err
-	}
-	if c, ok := e.provider.(ConfigChecker); ok {
-		if err := c.CheckConfig(cfg); err != nil {
-			return "", err
-		}
-	}
-	return e.storeKey(cfg.Name)
+	return fmt.Errorf("%w: fixed-delay jobs %q never ran: call Start after registering them", ErrNotStarted, d.namesLocked())
 }
 
-// startLocked starts l's loop. e.mu must be held, and the executor not stopped.
-func (e *Executor) startLocked(l *fixedDelayLoop) {
-	e.live++
-	go func() {
-		defer func() {
-			e.mu.Lock()
-			defer e.mu.Unlock()
-			e.endLiveLocked()
-		}()
-		for {
-			e.runOnce(l)
-			t := time.NewTimer(l.delay)
-			select {
-			case <-e.base.Done():
-				t.Stop()
-				return
-			case <-t.C:
-			}
-		}
-	}()
+// warnNotStarted logs, once, the fixed-delay loops that have not started:
+// without Start they never run, and nothing else would say so before Stop.
+func (d *fixedDelays) warnNotStarted(after time.Duration) {
+	d.mu.Lock()
+	if d.started || d.stopped {
+		d.mu.Unlock()
+		return
+	}
+	names := d.namesLocked()
+	d.mu.Unlock()
+	d.log.Warn("shedlock: fixed-delay jobs registered but never started: they run only after Executor.Start",
+		"jobs", names, "registered_for", after)
 }
 
-// runOnce runs l's task once, in a goroutine of its own so that a runtime.Goexit
-// in the task ends only that run.
-func (e *Executor) runOnce(l *fixedDelayLoop) {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_, _ = e.run(e.base, l.cfg, l.task, l.opts) // run logs what fails
-	}()
-	<-done
+func (d *fixedDelays) namesLocked() []string {
+	names := make([]string, len(d.loops))
+	for i, l := range d.loops {
+		names[i] = l.cfg.Name
+	}
+	return names
+}
+
+// stopNotStartedLocked cancels the warning: Start or Stop was called.
+func (d *fixedDelays) stopNotStartedLocked() {
+	if d.notStarted != nil {
+		d.notStarted.Stop()
+	}
 }

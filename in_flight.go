@@ -7,20 +7,15 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/shedlock-go/shedlock/internal/inflight"
+	"github.com/shedlock-go/shedlock/internal/lockcfg"
 )
 
 // errLate stands for an attempt past its fire time's window.
 var errLate = inflight.ErrLate
-
-// PoolSizer is a LockProvider that can tell the most connections its client
-// opens at once. The SQL providers report their *sql.DB's MaxOpenConnections
-// (0: no limit), shedlockredis its client's PoolSize.
-type PoolSizer interface {
-	PoolSize() int
-}
 
 // defaultInFlight bounds an executor's statements in flight when its provider
 // does not tell its pool's size, or has no limit (database/sql's default).
@@ -33,69 +28,36 @@ const defaultInFlight = 8
 // a few large batches that each wait for the rows of the one before.
 const maxBatch = 64
 
-// WithMaxInFlight bounds the executor's statements in flight at once to n. By
-// default n is the provider's pool size (PoolSizer), read at the first
-// attempt, or 8 when it has none. Attempts, in batches, alone or for a
-// CatchUp run's fire time, use at most n-1 of them (1 when n is 1), so that
-// one connection stays free for releases and extensions, which
-// never wait for attempts: a lock this instance holds is kept and freed in one
-// statement's time, even while every attempt hangs on rows another
-// transaction holds; they go before waiting attempts when a statement ends,
-// and keep to the bound of n too, so that a herd's winners releasing at once do
-// not open a connection each. With n = 1, one attempt and one release or
-// extension may be in flight. n must be >= 1.
-//
-// The bound cannot give the pool a connection it does not have: with a pool
-// of one connection (db.SetMaxOpenConns(1)), an attempt hung on a row keeps
-// it, and a release or an extension waits for it, up to the acquire timeout.
-// The executor warns of such a pool at construction and at its first
-// attempt: give it at least 2 connections.
-//
-// Attempts beyond the bound wait, and go together: when one ends, the next
-// takes the queue with it, up to 64 attempts, in one batch statement where
-// the provider can (BatchLocker), else one at a time. Attempts on names whose
-// last attempt here took the lock go first, then the others, each instance
-// going round the names from a place of its own, so that at a tick the
-// instances' first batches are mostly different jobs; the others do not wait
-// for won-last attempts in flight while a slot is free. An attempt that finds
-// a slot free and no queue goes at once, alone. Each attempt in a batch keeps
-// its own acquire timeout (WithAcquireTimeout).
-//
-// Size it as the pool: with N pods each firing M jobs at one tick, each pod
-// opens at most n connections, and the store sees about N×M/64 batch
-// statements rather than N×M; the store must allow N×n connections besides
-// its other clients. An executor bounds only its own statements: tasks that
-// use the same pool, and other executors on it, add to it.
-func WithMaxInFlight(n int) ExecutorOption {
-	return func(o *executorOptions) error {
-		if n < 1 {
-			return fmt.Errorf("%w: WithMaxInFlight(%d): must be >= 1", ErrInvalidOption, n)
-		}
-		o.maxInFlight = n
-		return nil
-	}
+// checkedLocker is a provider that can skip what LockConfig.Validate checks,
+// for configs the executor has validated (lockcfg.Checked): a config is
+// validated once per attempt. The providers of this repository are.
+type checkedLocker interface {
+	TryLockChecked(ctx context.Context, cfg LockConfig, _ lockcfg.Checked) (Lock, error)
 }
 
-// validLocker is a provider that can skip what LockConfig.Validate checks,
-// for configs the executor has validated: a config is validated once per
-// attempt. The SQL providers are.
-type validLocker interface {
-	tryLockValid(ctx context.Context, cfg LockConfig) (Lock, error)
-	tryLockBatchValid(ctx context.Context, cfgs []LockConfig) ([]LockResult, error)
+// checkedBatchLocker is checkedLocker for batches.
+type checkedBatchLocker interface {
+	TryLockBatchChecked(ctx context.Context, cfgs []LockConfig, _ lockcfg.Checked) ([]LockResult, error)
+}
+
+// checkedExtender is a lock whose Extend can skip the durations' checks, for
+// durations the executor has checked.
+type checkedExtender interface {
+	ExtendChecked(ctx context.Context, lockAtMostFor, lockAtLeastFor time.Duration, _ lockcfg.Checked) error
 }
 
 // lockOne makes one attempt on a validated config.
 func (as *attempts) lockOne(ctx context.Context, cfg LockConfig) (Lock, error) {
-	if v, ok := as.provider.(validLocker); ok {
-		return v.tryLockValid(ctx, cfg)
+	if v, ok := as.provider.(checkedLocker); ok {
+		return v.TryLockChecked(ctx, cfg, lockcfg.Checked{})
 	}
 	return as.provider.TryLock(ctx, cfg)
 }
 
 // lockBatch makes attempts on validated configs together.
 func (as *attempts) lockBatch(ctx context.Context, cfgs []LockConfig) ([]LockResult, error) {
-	if v, ok := as.provider.(validLocker); ok {
-		return v.tryLockBatchValid(ctx, cfgs)
+	if v, ok := as.provider.(checkedBatchLocker); ok {
+		return v.TryLockBatchChecked(ctx, cfgs, lockcfg.Checked{})
 	}
 	return as.provider.(BatchLocker).TryLockBatch(ctx, cfgs)
 }
@@ -194,6 +156,9 @@ func (as *attempts) extend(ctx context.Context, lock Lock, most, least time.Dura
 		return fmt.Errorf("shedlock: wait for one of the executor's statements in flight: %w", err)
 	}
 	defer done()
+	if c, ok := lock.(checkedExtender); ok {
+		return c.ExtendChecked(ctx, most, least, lockcfg.Checked{})
+	}
 	return lock.Extend(ctx, most, least)
 }
 
@@ -274,4 +239,47 @@ func (as *attempts) warnPoolOfOne() {
 			"transaction holds keeps it, and a held lock's release or extension waits for it; " +
 			"give the pool at least 2 connections (e.g. db.SetMaxOpenConns(2))")
 	})
+}
+
+// attempt is one run's try for its lock while it waits for a slot, and the
+// answer its batch's leader leaves it.
+type attempt struct {
+	ctx      context.Context
+	cfg      LockConfig
+	end      time.Time // the window's end; zero: none
+	deadline time.Time // its acquire timeout's end: it leaves its batch then
+	answer   chan LockResult
+
+	mu    sync.Mutex
+	gone  bool      // its caller left before the answer: a lock taken for it is released
+	batch *batchRun // the batch sending it, once sent
+}
+
+// batchRun is one batch statement under way. Its context ends at the latest
+// of its members' deadlines, or as soon as every member has left: nobody
+// wants what it would take.
+type batchRun struct {
+	members atomic.Int32 // members still waiting for the answer
+	cancel  context.CancelFunc
+}
+
+// leave counts a member out; the last one ends the statement.
+func (b *batchRun) leave() {
+	if b.members.Add(-1) == 0 {
+		b.cancel()
+	}
+}
+
+// join makes b the batch sending a, or counts a out of it at once if its
+// caller has already left.
+func (a *attempt) join(b *batchRun) {
+	a.mu.Lock()
+	gone := a.gone
+	if !gone {
+		a.batch = b
+	}
+	a.mu.Unlock()
+	if gone {
+		b.leave()
+	}
 }

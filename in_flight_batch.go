@@ -3,53 +3,8 @@ package shedlock
 import (
 	"context"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"time"
 )
-
-// attempt is one run's try for its lock while it waits for a slot, and the
-// answer its batch's leader leaves it.
-type attempt struct {
-	ctx      context.Context
-	cfg      LockConfig
-	end      time.Time // the window's end; zero: none
-	deadline time.Time // its acquire timeout's end: it leaves its batch then
-	answer   chan LockResult
-
-	mu    sync.Mutex
-	gone  bool      // its caller left before the answer: a lock taken for it is released
-	batch *batchRun // the batch sending it, once sent
-}
-
-// batchRun is one batch statement under way. Its context ends at the latest
-// of its members' deadlines, or as soon as every member has left: nobody
-// wants what it would take.
-type batchRun struct {
-	members atomic.Int32 // members still waiting for the answer
-	cancel  context.CancelFunc
-}
-
-// leave counts a member out; the last one ends the statement.
-func (b *batchRun) leave() {
-	if b.members.Add(-1) == 0 {
-		b.cancel()
-	}
-}
-
-// join makes b the batch sending a, or counts a out of it at once if its
-// caller has already left.
-func (a *attempt) join(b *batchRun) {
-	a.mu.Lock()
-	gone := a.gone
-	if !gone {
-		a.batch = b
-	}
-	a.mu.Unlock()
-	if gone {
-		b.leave()
-	}
-}
 
 // await waits for the answer to a, for its caller's context to end, or for
 // its own deadline: each attempt in a batch keeps its own acquire timeout. A

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/robfig/cron/v3"
 	"github.com/shedlock-go/shedlock/internal/eventqueue"
 )
 
@@ -68,20 +69,21 @@ type Leader struct {
 	done     chan struct{} // closed when the campaign loop has returned
 	wake     chan struct{} // a term ended: campaign now
 
+	hooks     *holdHooks    // what the terms' holds call back
 	stopCause error         // the leadership context's cause on Stop
 	stopTurn  chan struct{} // held by the Stop call that carries the shutdown on
 	stopOut   chan struct{} // closed once the shutdown is done; stopErr is its outcome
 	stopErr   error
-	drain     drain // the renewals while Stop waits for jobs; guarded by stopTurn
 
-	mu      sync.Mutex
-	started bool
-	stopped bool
-	term    *term         // the current term; nil while following
-	held    Lock          // the last term's lock, until it is released or known lost
-	heldAt  time.Time     // when the last taking or renewal of held that succeeded was sent
-	jobs    int           // OnlyWhenLeading jobs running
-	jobsOut chan struct{} // closed when jobs reaches 0, for Stop; nil unless it waits
+	mu        sync.Mutex
+	started   bool
+	stopped   bool
+	term      *term         // the current term; nil while following
+	hold      *hold         // the last taking's hold, until Stop releases it
+	stopLost  error         // the lease was lost while Stop waited for jobs
+	stopWaits bool          // a Stop waits for jobs, renewing the lease
+	jobs      int           // OnlyWhenLeading jobs running
+	jobsOut   chan struct{} // closed when jobs reaches 0, for Stop; nil unless it waits
 }
 
 // NewLeader returns a leader for the group name with the given lease; it
@@ -105,6 +107,7 @@ func NewLeader(p LockProvider, name string, lease time.Duration, opts ...LeaderO
 		done: make(chan struct{}), wake: make(chan struct{}, 1),
 		stopCause: leaderStopped{name}, stopTurn: make(chan struct{}, 1), stopOut: make(chan struct{})}
 	l.loopCtx, l.stopLoop = context.WithCancel(context.Background())
+	l.hooks = &holdHooks{log: o.log, noun: "leader", ended: l.holdEnded, extend: extendLock, clock: newHoldClock()}
 	return l, nil
 }
 
@@ -133,7 +136,7 @@ func (l *Leader) IsLeader() bool { return l.live() != nil }
 // the cause ErrNotLeader.
 func (l *Leader) Context() (ctx context.Context, leading bool) {
 	if t := l.live(); t != nil {
-		return t.ctx, true
+		return t.hold, true
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	cancel(ErrNotLeader)
@@ -151,10 +154,8 @@ func (l *Leader) live() *term {
 	if t == nil {
 		return nil
 	}
-	if !time.Now().Before(t.deadline()) {
-		t.expire()
-	}
-	if t.ctx.Err() != nil {
+	t.hold.expireIfDue()
+	if t.hold.Err() != nil {
 		return nil
 	}
 	return t
@@ -183,8 +184,13 @@ func (l *Leader) enterJob() (ctx context.Context, leading bool) {
 	ctx, leading = l.Context()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !leading || l.stopped {
+	if !leading {
 		return ctx, false
+	}
+	if l.stopped { // Stop has begun and is about to end the term: an ended context
+		ended, cancel := context.WithCancelCause(context.Background())
+		cancel(l.stopCause)
+		return ended, false
 	}
 	l.jobs++
 	return ctx, true
@@ -199,16 +205,6 @@ func (l *Leader) leaveJob() {
 	}
 }
 
-// endCurrent ends the current term, if any, with cause.
-func (l *Leader) endCurrent(cause error) {
-	l.mu.Lock()
-	t := l.term
-	l.mu.Unlock()
-	if t != nil {
-		t.end(cause)
-	}
-}
-
 // emit hands ev, stamped now, to the listeners, if any.
 func (l *Leader) emit(ev Event) {
 	if l.events == nil {
@@ -216,4 +212,42 @@ func (l *Leader) emit(ev Event) {
 	}
 	ev.Config, ev.Time = l.cfg, time.Now()
 	l.events.Push(context.Background(), ev)
+}
+
+// OnlyWhenLeading returns a robfig/cron JobWrapper that runs a job only while
+// this instance leads, and does nothing otherwise. A ContextJob gets the
+// leadership's context, which ends before the lease could end in the store,
+// and carries the term's fencing token (FenceFromContext). A run costs no
+// statement: the leader's renewals keep the lease whatever the jobs do.
+//
+// Unlike Executor.WithLock it binds no name, so one wrapper serves every job:
+//
+//	c := cron.New(cron.WithChain(leader.OnlyWhenLeading()))
+//
+// A job that was running when the term ended is not stopped (cron jobs cannot
+// be); a ContextJob sees its context end. Stop waits for running jobs before
+// it releases the lease. An error from a ContextJob is logged
+// with the leader's logger. Wrapping a nil job panics with ErrInvalidJob.
+func (l *Leader) OnlyWhenLeading() cron.JobWrapper {
+	return func(j cron.Job) cron.Job {
+		if j == nil {
+			panic(fmt.Errorf("%w: leader %q: OnlyWhenLeading applied to a nil job", ErrInvalidJob, l.cfg.Name))
+		}
+		return cron.FuncJob(func() {
+			ctx, leading := l.enterJob()
+			if !leading {
+				l.opts.log.Debug("shedlock: job skipped: this instance does not lead", "leader", l.cfg.Name)
+				return
+			}
+			defer l.leaveJob()
+			cj, ok := j.(ContextJob)
+			if !ok {
+				j.Run()
+				return
+			}
+			if err := cj.RunContext(ctx); err != nil {
+				l.opts.log.ErrorContext(ctx, "shedlock: job failed", "leader", l.cfg.Name, "error", err)
+			}
+		})
+	}
 }

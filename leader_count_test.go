@@ -64,10 +64,10 @@ func TestLeaderStatements(t *testing.T) {
 	const lease, retry = 600 * time.Millisecond, 100 * time.Millisecond
 	lp := &countingProvider{p: store.Provider("leader")}
 	fp := &countingProvider{p: store.Provider("follower")}
-	leader := newLeader(t, lp, lease, shedlock.WithRetryPeriod(retry))
+	leader := newLeader(t, lp, lease, shedlock.WithLeaderRetryPeriod(retry))
 	leader.Start()
 	waitLeading(t, 5*time.Second, leader)
-	follower := newLeader(t, fp, lease, shedlock.WithRetryPeriod(retry))
+	follower := newLeader(t, fp, lease, shedlock.WithLeaderRetryPeriod(retry))
 	follower.Start()
 
 	runs := 0

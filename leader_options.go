@@ -28,28 +28,28 @@ type leaderOptions struct {
 	listeners    []Listener
 }
 
-// WithRetryPeriod sets how long a follower waits between attempts to take the
+// WithLeaderRetryPeriod sets how long a follower waits between attempts to take the
 // lease, and a leader between attempts to renew it after one failed. Default
 // DefaultLeaderRetryPeriod; it must be > 0.
-func WithRetryPeriod(d time.Duration) LeaderOption {
+func WithLeaderRetryPeriod(d time.Duration) LeaderOption {
 	return func(o *leaderOptions) error {
 		if d <= 0 {
-			return fmt.Errorf("%w: WithRetryPeriod(%v): must be > 0", ErrInvalidOption, d)
+			return fmt.Errorf("%w: WithLeaderRetryPeriod(%v): must be > 0", ErrInvalidOption, d)
 		}
 		o.retry = d
 		return nil
 	}
 }
 
-// WithRenewPeriod sets how long the leader waits after a renewal before the
+// WithLeaderRenewPeriod sets how long the leader waits after a renewal before the
 // next. Default a third of the lease, as keep-alive does: a leader makes
 // about three statements per lease, and a renewal that fails leaves two
 // thirds of it for retries. It must be > 0 and leave time before the
 // leadership's context ends (the lease less its margin); NewLeader checks.
-func WithRenewPeriod(d time.Duration) LeaderOption {
+func WithLeaderRenewPeriod(d time.Duration) LeaderOption {
 	return func(o *leaderOptions) error {
 		if d <= 0 {
-			return fmt.Errorf("%w: WithRenewPeriod(%v): must be > 0", ErrInvalidOption, d)
+			return fmt.Errorf("%w: WithLeaderRenewPeriod(%v): must be > 0", ErrInvalidOption, d)
 		}
 		o.renew = d
 		return nil
@@ -104,8 +104,18 @@ func (o *leaderOptions) check(p LockProvider, cfg LockConfig) error {
 		o.renew = keepAliveInterval(lease)
 	}
 	if hold := lockEnd(time.Time{}, lease).Sub(time.Time{}); o.renew >= hold {
-		return fmt.Errorf("%w: leader %q: WithRenewPeriod(%v) must be under the lease less its margin (%v)",
+		return fmt.Errorf("%w: leader %q: WithLeaderRenewPeriod(%v) must be under the lease less its margin (%v)",
 			ErrInvalidOption, cfg.Name, o.renew, hold)
 	}
 	return nil
 }
+
+// WithRetryPeriod is WithLeaderRetryPeriod.
+//
+// Deprecated: use WithLeaderRetryPeriod, whose name says it is the Leader's.
+func WithRetryPeriod(d time.Duration) LeaderOption { return WithLeaderRetryPeriod(d) }
+
+// WithRenewPeriod is WithLeaderRenewPeriod.
+//
+// Deprecated: use WithLeaderRenewPeriod, whose name says it is the Leader's.
+func WithRenewPeriod(d time.Duration) LeaderOption { return WithLeaderRenewPeriod(d) }

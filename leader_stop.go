@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Stop ends the campaign: the leadership's context ends with a cause
@@ -75,33 +76,102 @@ func (l *Leader) shutdown(ctx context.Context) (final bool, err error) {
 	if err := l.waitJobs(ctx); err != nil {
 		return false, err
 	}
-	l.mu.Lock()
-	held := l.held
-	l.mu.Unlock()
-	if held != nil {
-		if err = held.Unlock(ctx); errors.Is(err, ErrLockLost) {
-			err = nil // taken by another since: nothing of ours to free
-		}
-		if err != nil {
-			l.opts.log.WarnContext(ctx, "shedlock: leader could not release its lease; it stays until its end",
-				"leader", l.cfg.Name, "error", err)
-			err = fmt.Errorf("shedlock: leader %q: release: %w", l.cfg.Name, err)
-			if ctx.Err() != nil {
-				return false, err // a later Stop may release it yet
-			}
-		}
-		l.mu.Lock()
-		l.held = nil
-		l.mu.Unlock()
+	err = l.release(ctx)
+	if err != nil && ctx.Err() != nil {
+		return false, err // a later Stop may release it yet
 	}
 	l.events.Wait(ctx)
-	return true, errors.Join(l.drain.lost, err)
+	return true, errors.Join(l.lostInStop(), err)
 }
 
-// leaderStopped is the cause of a leadership's context that Stop ended: it
-// is ErrStopped for errors.Is, and names the leader.
-type leaderStopped struct{ name string }
+// release frees the last taking's lease, unless a refused renewal found it
+// another's.
+func (l *Leader) release(ctx context.Context) error {
+	l.mu.Lock()
+	h := l.hold
+	l.mu.Unlock()
+	if h == nil {
+		return nil
+	}
+	h.finish() // before the release: its end passing during it is no loss
+	var err error
+	if !h.gone() {
+		if err = h.lock.Unlock(ctx); errors.Is(err, ErrLockLost) {
+			err = nil // taken by another since: nothing of ours to free
+		}
+	}
+	if err != nil {
+		l.opts.log.WarnContext(ctx, "shedlock: leader could not release its lease; it stays until its end",
+			"leader", l.cfg.Name, "error", err)
+		return fmt.Errorf("shedlock: leader %q: release: %w", l.cfg.Name, err)
+	}
+	l.mu.Lock()
+	l.hold = nil
+	l.mu.Unlock()
+	return nil
+}
 
-func (e leaderStopped) Error() string { return fmt.Sprintf("shedlock: leader %q stopped", e.name) }
+func (l *Leader) lostInStop() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.stopLost
+}
 
-func (leaderStopped) Is(target error) bool { return target == ErrStopped }
+// waitJobs waits, within ctx, until no job run under the leadership
+// (OnlyWhenLeading, EnterJob) runs. The leadership's context has ended, so
+// the jobs wind down and no new one starts; meanwhile the hold is renewed as
+// a term's is (Stop has ended the campaign that renewed it), so that no
+// follower leads beside a job that winds down for longer than the lease. The
+// renewals last as long as a Stop waits: once ctx ends they stop, and the
+// lease runs out at its end unless a later Stop takes them up again, so that
+// a job that never returns does not keep the lease forever. A loss meanwhile
+// is Stop's outcome (holdEnded).
+func (l *Leader) waitJobs(ctx context.Context) error {
+	l.mu.Lock()
+	if l.jobs == 0 {
+		l.mu.Unlock()
+		return nil
+	}
+	if l.jobsOut == nil {
+		l.jobsOut = make(chan struct{})
+	}
+	out, h := l.jobsOut, l.hold
+	l.stopWaits = true
+	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		l.stopWaits = false
+		l.mu.Unlock()
+	}()
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
+	t.Stop()
+	var tick <-chan time.Time
+	if h != nil && h.lostCause() == nil {
+		t.Reset(time.Until(h.lastSent().Add(l.opts.renew)))
+		tick = t.C
+	}
+	for {
+		select {
+		case <-out:
+			return nil
+		case <-ctx.Done():
+			return l.jobsLeft(ctx)
+		case <-tick:
+			if wait := l.renew(ctx, h); h.lostCause() == nil {
+				t.Reset(wait)
+			} else {
+				tick = nil
+			}
+		}
+	}
+}
+
+// jobsLeft is waitJobs' error when ctx ended with jobs still running.
+func (l *Leader) jobsLeft(ctx context.Context) error {
+	l.mu.Lock()
+	n := l.jobs
+	l.mu.Unlock()
+	return fmt.Errorf("shedlock: leader %q: stop: %d jobs still running; the lease is no longer renewed and stays until its end: %w",
+		l.cfg.Name, n, ctx.Err())
+}

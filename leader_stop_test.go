@@ -19,7 +19,7 @@ import (
 func TestLeaderStopAgainFinishesTheShutdown(t *testing.T) {
 	t.Parallel()
 	store := shedlocktest.NewMemoryStore()
-	a := newLeader(t, store.Provider("a"), time.Minute, shedlock.WithRetryPeriod(time.Millisecond))
+	a := newLeader(t, store.Provider("a"), time.Minute, shedlock.WithLeaderRetryPeriod(time.Millisecond))
 	a.Start()
 	waitLeading(t, 5*time.Second, a)
 	started, release, returned := make(chan struct{}), make(chan struct{}), make(chan struct{})
@@ -283,8 +283,8 @@ func TestLeaderStopPastItsCtxRenewsNoMore(t *testing.T) {
 // store with lease and a 10 ms retry period.
 func leaderAndFollower(t *testing.T, store *shedlocktest.MemoryStore, lease time.Duration) (a, b *shedlock.Leader) {
 	t.Helper()
-	a = newLeader(t, store.Provider("a"), lease, shedlock.WithRetryPeriod(10*time.Millisecond))
-	b = newLeader(t, store.Provider("b"), lease, shedlock.WithRetryPeriod(10*time.Millisecond))
+	a = newLeader(t, store.Provider("a"), lease, shedlock.WithLeaderRetryPeriod(10*time.Millisecond))
+	b = newLeader(t, store.Provider("b"), lease, shedlock.WithLeaderRetryPeriod(10*time.Millisecond))
 	a.Start()
 	waitLeading(t, 5*time.Second, a)
 	b.Start()

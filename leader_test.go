@@ -54,10 +54,10 @@ func TestNewLeaderRefusesBadInput(t *testing.T) {
 		{p, strings.Repeat("x", 65), time.Second, nil, shedlock.ErrInvalidConfig},
 		{p, "g", shedlock.MinLeaderLease - 1, nil, shedlock.ErrInvalidConfig},
 		{p, "g", time.Second, []shedlock.LeaderOption{nil}, shedlock.ErrInvalidOption},
-		{p, "g", time.Second, []shedlock.LeaderOption{shedlock.WithRetryPeriod(0)}, shedlock.ErrInvalidOption},
-		{p, "g", time.Second, []shedlock.LeaderOption{shedlock.WithRenewPeriod(-1)}, shedlock.ErrInvalidOption},
+		{p, "g", time.Second, []shedlock.LeaderOption{shedlock.WithLeaderRetryPeriod(0)}, shedlock.ErrInvalidOption},
+		{p, "g", time.Second, []shedlock.LeaderOption{shedlock.WithLeaderRenewPeriod(-1)}, shedlock.ErrInvalidOption},
 		// The renewal must come before the context's end: a tenth of the lease before the lease's.
-		{p, "g", time.Second, []shedlock.LeaderOption{shedlock.WithRenewPeriod(900 * time.Millisecond)}, shedlock.ErrInvalidOption},
+		{p, "g", time.Second, []shedlock.LeaderOption{shedlock.WithLeaderRenewPeriod(900 * time.Millisecond)}, shedlock.ErrInvalidOption},
 		{p, "g", time.Second, []shedlock.LeaderOption{shedlock.WithLeaderLogger(nil)}, shedlock.ErrInvalidOption},
 		{p, "g", time.Second, []shedlock.LeaderOption{shedlock.WithLeaderListener(nil)}, shedlock.ErrInvalidOption},
 	}
@@ -66,7 +66,7 @@ func TestNewLeaderRefusesBadInput(t *testing.T) {
 			t.Errorf("case %d: want %v, got %v", i, c.want, err)
 		}
 	}
-	if _, err := shedlock.NewLeader(p, "g", time.Second, shedlock.WithRenewPeriod(899*time.Millisecond)); err != nil {
+	if _, err := shedlock.NewLeader(p, "g", time.Second, shedlock.WithLeaderRenewPeriod(899*time.Millisecond)); err != nil {
 		t.Errorf("a renewal just inside the margin: %v", err)
 	}
 }
@@ -77,8 +77,8 @@ func TestLeaderStopHandsOverWithinOneRetry(t *testing.T) {
 	t.Parallel()
 	store := shedlocktest.NewMemoryStore()
 	const retry = 20 * time.Millisecond
-	a := newLeader(t, store.Provider("a"), time.Minute, shedlock.WithRetryPeriod(retry))
-	b := newLeader(t, store.Provider("b"), time.Minute, shedlock.WithRetryPeriod(retry))
+	a := newLeader(t, store.Provider("a"), time.Minute, shedlock.WithLeaderRetryPeriod(retry))
+	b := newLeader(t, store.Provider("b"), time.Minute, shedlock.WithLeaderRetryPeriod(retry))
 	a.Start()
 	waitLeading(t, 5*time.Second, a)
 	b.Start()
@@ -116,8 +116,8 @@ func TestLeaderCutOffEndsBeforeAnotherLeads(t *testing.T) {
 	store := shedlocktest.NewMemoryStore()
 	const lease, retry = 300 * time.Millisecond, 5 * time.Millisecond
 	cutA := &countingProvider{p: store.Provider("a")}
-	a := newLeader(t, cutA, lease, shedlock.WithRetryPeriod(retry))
-	b := newLeader(t, store.Provider("b"), lease, shedlock.WithRetryPeriod(retry))
+	a := newLeader(t, cutA, lease, shedlock.WithLeaderRetryPeriod(retry))
+	b := newLeader(t, store.Provider("b"), lease, shedlock.WithLeaderRetryPeriod(retry))
 	a.Start()
 	waitLeading(t, 5*time.Second, a)
 	b.Start()
@@ -162,7 +162,7 @@ func TestLeadersNeverOverlap(t *testing.T) {
 	for i := range 4 {
 		cp := &countingProvider{p: store.Provider(string(rune('a' + i)))}
 		providers = append(providers, cp)
-		l := newLeader(t, cp, lease, shedlock.WithRetryPeriod(retry))
+		l := newLeader(t, cp, lease, shedlock.WithLeaderRetryPeriod(retry))
 		leaders = append(leaders, l)
 		l.Start()
 		writersDone.Add(1)
@@ -245,8 +245,8 @@ func TestLeaderEvents(t *testing.T) {
 func TestLeaderStopWaitsForJobs(t *testing.T) {
 	t.Parallel()
 	store := shedlocktest.NewMemoryStore()
-	a := newLeader(t, store.Provider("a"), time.Minute, shedlock.WithRetryPeriod(time.Millisecond))
-	b := newLeader(t, store.Provider("b"), time.Minute, shedlock.WithRetryPeriod(time.Millisecond))
+	a := newLeader(t, store.Provider("a"), time.Minute, shedlock.WithLeaderRetryPeriod(time.Millisecond))
+	b := newLeader(t, store.Provider("b"), time.Minute, shedlock.WithLeaderRetryPeriod(time.Millisecond))
 	a.Start()
 	waitLeading(t, 5*time.Second, a)
 	b.Start()

@@ -175,9 +175,17 @@ const (
 	// ContextWithFireTime): another instance may have run this fire time and
 	// released the lock already.
 	SkipLate
+	// SkipPaused: an operator paused the job (Controller.Pause); the store
+	// refused the attempt with ErrPaused.
+	SkipPaused
+	// SkipRunNowDone: a run made for a run-now request (WithRunNowCheck) took
+	// the lock after another instance had run the last request: it released
+	// the lock and ran nothing.
+	SkipRunNowDone
 )
 
-var skipReasonNames = [...]string{SkipHeldElsewhere: "held_elsewhere", SkipRunningHere: "running_here", SkipLate: "late"}
+var skipReasonNames = [...]string{SkipHeldElsewhere: "held_elsewhere", SkipRunningHere: "running_here", SkipLate: "late",
+	SkipPaused: "paused", SkipRunNowDone: "run_now_done"}
 
 func (r SkipReason) String() string { return enumName(skipReasonNames[:], int(r), "SkipReason") }
 

@@ -9,7 +9,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/shedlock-go/shedlock/internal/apply"
 	"github.com/shedlock-go/shedlock/internal/sqlstore"
 )
 
@@ -94,12 +93,6 @@ func newProviderOptions(ctor string, opts []ProviderOption) (providerOptions, er
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
 	o.lockedBy += "#" + hex.EncodeToString(b[:])
 	return o, nil
-}
-
-// applyOptions is the one option idiom of every constructor here and in the
-// sibling modules (internal/apply).
-func applyOptions[T any, O ~func(*T) error](ctor string, dst *T, opts []O) error {
-	return apply.Options(ctor, dst, opts)
 }
 
 func hostName() string {

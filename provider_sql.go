@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/shedlock-go/shedlock/internal/lockcfg"
 	"github.com/shedlock-go/shedlock/internal/sqlstore"
 )
 
@@ -61,12 +62,13 @@ func (p *sqlProvider) TryLock(ctx context.Context, cfg LockConfig) (Lock, error)
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return p.tryLockValid(ctx, cfg)
+	return p.TryLockChecked(ctx, cfg, lockcfg.Checked{})
 }
 
-// tryLockValid is TryLock on a config the executor has validated: only what
-// the store adds is checked (see validLocker).
-func (p *sqlProvider) tryLockValid(ctx context.Context, cfg LockConfig) (Lock, error) {
+// TryLockChecked is TryLock on a config the executor has validated
+// (lockcfg.Checked, which only this repository's modules can name): only what
+// the store adds is checked.
+func (p *sqlProvider) TryLockChecked(ctx context.Context, cfg LockConfig, _ lockcfg.Checked) (Lock, error) {
 	if err := p.engine.CheckEnd(cfg.Name, cfg.LockAtMostFor); err != nil {
 		return nil, err
 	}

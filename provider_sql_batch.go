@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/shedlock-go/shedlock/internal/lockcfg"
 	"github.com/shedlock-go/shedlock/internal/sqlstore"
 )
 
@@ -33,9 +34,9 @@ func (p *sqlProvider) TryLockBatch(ctx context.Context, cfgs []LockConfig) ([]Lo
 	return p.tryLockBatch(ctx, cfgs, LockConfig.Validate)
 }
 
-// tryLockBatchValid is TryLockBatch on configs the executor has validated
-// (see validLocker).
-func (p *sqlProvider) tryLockBatchValid(ctx context.Context, cfgs []LockConfig) ([]LockResult, error) {
+// TryLockBatchChecked is TryLockBatch on configs the executor has validated
+// (lockcfg.Checked, which only this repository's modules can name).
+func (p *sqlProvider) TryLockBatchChecked(ctx context.Context, cfgs []LockConfig, _ lockcfg.Checked) ([]LockResult, error) {
 	return p.tryLockBatch(ctx, cfgs, nil)
 }
 

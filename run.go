@@ -5,8 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime/debug"
 	"time"
+
+	"github.com/shedlock-go/shedlock/internal/inflight"
 )
 
 // Run runs task only if the lock is acquired; ran reports whether it ran.
@@ -67,6 +68,9 @@ type run struct {
 	id    RunID
 	start time.Time // when Run was called; the acquisition was sent after it
 	fire  *fireRun  // a CatchUp job's run; nil for any other
+	// requested is the store of the run-now request the run makes (see
+	// WithRunNowCheck); nil for any other run
+	requested RunRequester
 }
 
 // fireRun is what a CatchUp job's run adds to a run (see CatchUp).
@@ -78,18 +82,19 @@ type fireRun struct {
 
 // run is Run on a checked config and task.
 func (e *Executor) run(ctx context.Context, cfg LockConfig, task func(ctx context.Context) error, o jobOptions) (ran bool, err error) {
-	return e.runFire(ctx, cfg, task, o, nil)
+	return e.runFire(ctx, cfg, task, o, nil, nil)
 }
 
 // runFire is run, for fire's fire time when fire is not nil: the lock is taken
-// only if that fire time has not succeeded, and a success records it.
+// only if that fire time has not succeeded, and a success records it; for a
+// run-now request of rr's when rr is not nil: a success marks it run.
 func (e *Executor) runFire(ctx context.Context, cfg LockConfig, task func(ctx context.Context) error, o jobOptions,
-	fire *fireRun) (ran bool, err error) {
+	fire *fireRun, rr RunRequester) (ran bool, err error) {
 	key, entered, kind, err := e.enter(cfg.Name)
 	if err != nil {
 		return false, err
 	}
-	r := &run{e: e, ctx: ctx, cfg: cfg, key: key, fire: fire}
+	r := &run{e: e, ctx: ctx, cfg: cfg, key: key, fire: fire, requested: rr}
 	r.start = time.Now()
 	if e.events != nil {
 		r.id = e.seq.next()
@@ -112,17 +117,40 @@ func (e *Executor) runFire(ctx context.Context, cfg LockConfig, task func(ctx co
 		r.emit(r.acquired(lockEnd(r.start, cfg.LockAtMostFor)), r.start)
 		return false, errors.Join(ErrStopped, r.release(lock, false))
 	}
-	return true, r.hold(lock, task, o.keepAlive)
+	if rr != nil && !r.requestLeft(lock) {
+		return false, r.skip(SkipRunNowDone, "its run-now request was run elsewhere")
+	}
+	return true, r.runHeld(lock, task, o.keepAlive)
+}
+
+// requestLeft reports whether the run-now request the run was made for is
+// still there once the lock is taken: another instance may have run the last
+// one since the check found it, and marked it run before releasing the lock
+// this run took. Without one, the lock is released, with no events: the run
+// reports a skip.
+func (r *run) requestLeft(lock Lock) bool {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), r.e.releaseTimeout)
+	defer cancel()
+	pending, err := r.requested.RunRequests(ctx, []string{r.cfg.Name})
+	if err == nil && pending[r.cfg.Name] > 0 {
+		return true
+	}
+	if err != nil {
+		r.e.log.WarnContext(r.ctx, "shedlock: could not ask whether a run-now request is left; not run now",
+			"lock", r.cfg.Name, "error", err)
+	}
+	if err := r.e.attempts.unlock(ctx, lock); err != nil {
+		r.e.log.WarnContext(r.ctx, "shedlock: release failed; the lock stays held until its lock_until",
+			"lock", r.cfg.Name, "error", err)
+	}
+	return false
 }
 
 // skipLate reports an attempt of a Schedule'd job made too late for a hold
 // that ends before its next fire time (see scheduledJob.config): skipped as
 // SkipLate, as an attempt past its window is, with no statement sent.
 func (e *Executor) skipLate(ctx context.Context, cfg LockConfig) {
-	e.mu.Lock()
-	stopped := e.stopped
-	e.mu.Unlock()
-	if stopped {
+	if e.base.Err() != nil {
 		return // runs nothing, and reports nothing, as run after Stop
 	}
 	r := &run{e: e, ctx: ctx, cfg: cfg, start: time.Now()}
@@ -149,6 +177,8 @@ func (r *run) notTaken(err error) error {
 	switch {
 	case errors.Is(err, errLate):
 		return r.skip(SkipLate, "past its fire time's window")
+	case errors.Is(err, ErrPaused):
+		return r.skip(SkipPaused, "paused by an operator")
 	case errors.Is(err, ErrNotAcquired):
 		return r.skip(SkipHeldElsewhere, "lock held elsewhere")
 	}
@@ -172,82 +202,6 @@ func (r *run) skip(why SkipReason, msg string) error {
 	return nil
 }
 
-// errGoexit stands for the error of a task that called runtime.Goexit.
-var errGoexit = errors.New("shedlock: task called runtime.Goexit")
-
-// hold runs the task on a lease of lock, then releases the lock, even when
-// the task panics or calls runtime.Goexit.
-func (r *run) hold(lock Lock, task func(ctx context.Context) error, keepAlive bool) error {
-	l := newLease(r.ctx, r.cfg, lock, r.start, keepAlive, r.id, r.e.hooks)
-	r.e.addLease(l)
-	if r.fire != nil && r.fire.catchUp {
-		ev := r.event(EventCatchUp)
-		ev.FireTime = r.fire.at
-		r.emit(ev, time.Time{})
-	}
-	if keepAlive {
-		l.startKeepAlive()
-	}
-	var taskStart time.Time
-	if r.e.events != nil {
-		taskStart = time.Now()
-	}
-	returned := false
-	defer func() {
-		if !returned { // runtime.Goexit: the goroutine ends, the lock must not stay
-			r.e.log.ErrorContext(r.ctx, "shedlock: task called runtime.Goexit; its goroutine ends, its lock is released",
-				"lock", r.cfg.Name)
-			r.finished(l, errGoexit, TaskFailed, taskStart)
-			_ = r.release(lock, false)
-		}
-	}()
-	panicked, taskErr := runTask(l, r.cfg.Name, task)
-	returned = true
-	result := r.e.taskResult(r.ctx, taskErr, panicked)
-	r.e.logTask(r.ctx, r.cfg.Name, taskErr, result)
-	r.finished(l, taskErr, result, taskStart)
-	if relErr := r.release(lock, result == TaskOK); relErr != nil {
-		return errors.Join(taskErr, relErr)
-	}
-	return taskErr
-}
-
-// finished ends the lease and reports how the task ended.
-func (r *run) finished(l *lease, err error, result TaskResult, taskStart time.Time) {
-	cause := taskCause(l)
-	l.finish()
-	ev := r.event(EventFinished)
-	ev.Err, ev.Result, ev.Cause = err, result, cause
-	r.emit(ev, taskStart)
-}
-
-// release unlocks with a context of its own, so that a cancelled task context
-// cannot keep the lock held, and logs a failure. It does not wait for the
-// executor's attempts. A CatchUp job's run that succeeded records its fire
-// time in the same statement, and holds the lock until the skew bound before
-// the next fire time; one that did not frees the lock at once.
-func (r *run) release(lock Lock, succeeded bool) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), r.e.releaseTimeout)
-	defer cancel()
-	var err error
-	if fl, ok := lock.(FireLock); ok && r.fire != nil && succeeded {
-		hold := max(r.fire.holdEnd.Sub(r.start), 0).Truncate(time.Millisecond)
-		err = r.e.attempts.unlockSucceeded(ctx, fl, hold)
-	} else {
-		err = r.e.attempts.unlock(ctx, lock)
-	}
-	if err != nil {
-		r.e.log.ErrorContext(r.ctx, "shedlock: release failed; the lock stays held until its lock_until",
-			"lock", r.cfg.Name, "error", err)
-		ev := r.event(EventReleaseFailed)
-		ev.Err = err
-		r.emit(ev, r.start)
-		return err
-	}
-	r.emit(r.event(EventReleased), r.start)
-	return nil
-}
-
 // event is an event of this run.
 func (r *run) event(kind EventKind) Event { return Event{Kind: kind, Run: r.id, Config: r.cfg} }
 
@@ -261,43 +215,32 @@ func (r *run) acquired(until time.Time) Event {
 // emit hands ev to the listeners (see Executor.emit).
 func (r *run) emit(ev Event, from time.Time) { r.e.emit(r.ctx, ev, from) }
 
-// runTask runs task on the lease, turning a panic into ErrTaskPanicked.
-func runTask(ctx context.Context, name string, task func(context.Context) error) (panicked bool, err error) {
-	defer func() {
-		if rec := recover(); rec != nil {
-			panicked, err = true, fmt.Errorf("%w: lock %q: %v\n%s", ErrTaskPanicked, name, rec, debug.Stack())
-		}
-	}()
-	return false, task(ctx)
-}
-
-// taskCause is the cause of the task's context if it has ended, else nil.
-func taskCause(ctx context.Context) error {
-	if ctx.Err() == nil {
-		return nil
+// enter starts a run of name here, unless the executor has stopped
+// (ErrStopped) or the name runs here already (entered false).
+func (e *Executor) enter(name string) (key string, entered bool, kind inflight.Kind, err error) {
+	if !e.beginLive() {
+		return "", false, 0, ErrStopped
 	}
-	return context.Cause(ctx)
-}
-
-func (e *Executor) taskResult(ctx context.Context, err error, panicked bool) TaskResult {
-	switch {
-	case panicked:
-		return TaskPanicked
-	case err == nil:
-		return TaskOK
-	case (errors.Is(err, context.Canceled) || errors.Is(err, ErrStopped)) && (ctx.Err() != nil || e.base.Err() != nil):
-		return TaskCancelled // stopped by its caller or by Stop, as asked: not a failure
-	default:
-		return TaskFailed
+	key, entered, kind = e.here.enter(name)
+	if !entered {
+		e.endLive()
 	}
+	return key, entered, kind, nil
 }
 
-func (e *Executor) logTask(ctx context.Context, name string, err error, result TaskResult) {
-	switch result {
-	case TaskOK:
-	case TaskCancelled:
-		e.log.InfoContext(ctx, "shedlock: task ended on cancellation", "lock", name, "error", err)
-	default:
-		e.log.ErrorContext(ctx, "shedlock: task failed", "lock", name, "error", err)
+// leave ends key's run here (see runsHere.leave).
+func (e *Executor) leave(key string, took, heldElsewhere bool) {
+	e.here.leave(key, took, heldElsewhere)
+	e.endLive()
+}
+
+// warnLateOnce warns, once per name, of a run whose fire time's window had
+// passed before it was called: a fire time far in the past (the zero time is
+// none) skips every run of the job, which at the skip level alone would go
+// unseen.
+func (e *Executor) warnLateOnce(ctx context.Context, key, name string) {
+	if e.here.firstLate(key) {
+		e.log.WarnContext(ctx, "shedlock: run came after its fire time's window, so it is skipped; "+
+			"is the fire time given to ContextWithFireTime the run's tick?", "lock", name)
 	}
 }

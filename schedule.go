@@ -8,24 +8,6 @@ import (
 	"github.com/robfig/cron/v3"
 )
 
-// DefaultClockSkew is how far apart Schedule takes the instances' clocks to be
-// at most, unless ClockSkew says otherwise.
-const DefaultClockSkew = 500 * time.Millisecond
-
-// ClockSkew sets, for a job added with Schedule, how far apart the instances'
-// clocks may be, plus how long the acquiring statement may take to reach the
-// store: the bound within which each fire time runs at most once and none is
-// skipped. Default DefaultClockSkew. Other jobs ignore it. d must be >= 0.
-func ClockSkew(d time.Duration) JobOption {
-	return func(o *jobOptions) error {
-		if d < 0 {
-			return fmt.Errorf("%w: ClockSkew(%v): must be >= 0", ErrInvalidOption, d)
-		}
-		o.skew, o.skewSet = d, true
-		return nil
-	}
-}
-
 // Schedule adds task to c under spec (parsed by c's parser) so that each fire
 // time of spec runs at most once across all instances, whatever their start
 // times, with cfg.LockAtLeastFor left at 0.
@@ -122,75 +104,86 @@ func (e *Executor) Schedule(c *cron.Cron, spec string, cfg LockConfig,
 		return 0, fmt.Errorf("%w: lock %q: LockAtMostFor (%v) must exceed the clock skew bound (%v): instances "+
 			"that fire within it must find the lock held", ErrInvalidConfig, cfg.Name, cfg.LockAtMostFor, o.skew)
 	}
-	var fl FireLocker
-	var retry time.Duration
-	if o.catchUp > 0 {
-		var ok bool
-		if fl, ok = e.provider.(FireLocker); !ok {
-			return 0, fmt.Errorf("%w: lock %q: CatchUp needs a provider that records fire times (FireLocker); %T does not",
-				ErrInvalidOption, cfg.Name, e.provider)
-		}
-		if retry, err = o.catchUpRetryDelay(cfg.Name); err != nil {
-			return 0, err
-		}
+	fl, retry, err := e.catchUpOf(cfg, o)
+	if err != nil {
+		return 0, err
 	}
 	if err := e.register(cfg); err != nil {
 		return 0, err
 	}
 	j := &scheduledJob{e: e, cfg: cfg, task: task, o: o, loc: c.Location(), ready: make(chan struct{})}
 	if fl != nil {
-		j.cu = &catchUpJob{j: j, fl: fl, window: o.catchUp, retry: retry,
+		j.cu = &catchUpJob{e: e, cfg: cfg, loc: j.loc, runAt: j.runAt, fl: fl, window: o.catchUp, retry: retry,
 			kick: make(chan struct{}, 1), c: c}
 	}
 	id, err := c.AddJob(spec, j)
 	if err != nil {
-		e.unregister(cfg.Name)
+		e.reg.unregister(cfg.Name)
 		return 0, fmt.Errorf("%w: lock %q: spec %q: %w", ErrInvalidConfig, cfg.Name, spec, err)
 	}
 	j.schedule = c.Entry(id).Schedule
-	if _, every := j.schedule.(cron.ConstantDelaySchedule); every && j.cu != nil {
+	if err := j.checkSpec(spec); err != nil {
+		// Only c parses spec, so the entry is added before its fire times are
+		// known; a fire time that comes before it is removed runs nothing.
 		j.refused = true
 		close(j.ready)
 		c.Remove(id)
-		e.unregister(cfg.Name)
-		return 0, fmt.Errorf("%w: lock %q: spec %q: CatchUp needs fire times the instances share, as a cron "+
-			"spec gives; those of @every depend on when each instance started", ErrInvalidConfig, cfg.Name, spec)
+		e.reg.unregister(cfg.Name)
+		return 0, err
 	}
-	if j.schedule != nil {
-		need := neededGap(e.provider, o.skew)
-		gap, ok := smallestGap(j.schedule, time.Now().In(c.Location()), max(2*o.skew, need-1))
-		if ok && gap <= 2*o.skew {
-			// Only c parses spec, so the entry is added before its gaps are known;
-			// a fire time that comes before it is removed runs nothing.
-			j.refused = true
-			close(j.ready)
-			c.Remove(id)
-			e.unregister(cfg.Name)
-			return 0, fmt.Errorf("%w: lock %q: spec %q fires %v apart at the closest; Schedule needs more than "+
-				"twice the clock skew bound (%v), %v, so that instances whose clocks differ by the bound do not "+
-				"both run one fire time: use a spec with a larger interval, or a smaller ClockSkew",
-				ErrInvalidConfig, cfg.Name, spec, gap, o.skew, 2*o.skew)
-		}
-		if ok && gap < need {
-			j.refused = true
-			close(j.ready)
-			c.Remove(id)
-			e.unregister(cfg.Name)
-			step, least := e.provider.(HoldGranularity).HoldGranularity()
-			return 0, fmt.Errorf("%w: lock %q: spec %q fires %v apart at the closest; %T keeps a lock in steps "+
-				"of %v and for at least %v, so a run's hold, which must end the clock skew bound (%v) before the "+
-				"next fire time and outlast the bound, needs fire times at least %v apart: use a spec with a larger "+
-				"interval, or a smaller ClockSkew", ErrInvalidConfig, cfg.Name, spec, gap, e.provider, step, least,
-				o.skew, need)
-		}
-	}
-	e.recordEntry(cfg.Name, c, id)
+	e.reg.recordEntry(cfg.Name, c, id)
+	e.runnable(cfg, task, o)
 	close(j.ready)
 	if j.cu != nil && j.schedule != nil {
-		j.cu.id = id
+		j.cu.id, j.cu.schedule = id, j.schedule
 		j.cu.start()
 	}
 	return id, nil
+}
+
+// catchUpOf returns what a CatchUp job needs: the provider's fire-time
+// record and the retry period; nil without CatchUp.
+func (e *Executor) catchUpOf(cfg LockConfig, o jobOptions) (fl FireLocker, retry time.Duration, err error) {
+	if o.catchUp == 0 {
+		return nil, 0, nil
+	}
+	fl, ok := e.provider.(FireLocker)
+	if !ok {
+		return nil, 0, fmt.Errorf("%w: lock %q: CatchUp needs a provider that records fire times (FireLocker); %T does not",
+			ErrInvalidOption, cfg.Name, e.provider)
+	}
+	retry, err = o.catchUpRetryDelay(cfg.Name)
+	return fl, retry, err
+}
+
+// checkSpec reports why j's fire times, as its cron parsed spec, cannot be
+// served: @every with CatchUp, fire times closer than twice the skew bound,
+// or too close for the store's rounding of holds (HoldGranularity).
+func (j *scheduledJob) checkSpec(spec string) error {
+	p, cfg, skew := j.e.provider, j.cfg, j.o.skew
+	if _, every := j.schedule.(cron.ConstantDelaySchedule); every && j.cu != nil {
+		return fmt.Errorf("%w: lock %q: spec %q: CatchUp needs fire times the instances share, as a cron "+
+			"spec gives; those of @every depend on when each instance started", ErrInvalidConfig, cfg.Name, spec)
+	}
+	if j.schedule == nil {
+		return nil
+	}
+	need := neededGap(p, skew)
+	gap, ok := smallestGap(j.schedule, time.Now().In(j.loc), max(2*skew, need-1))
+	switch {
+	case ok && gap <= 2*skew:
+		return fmt.Errorf("%w: lock %q: spec %q fires %v apart at the closest; Schedule needs more than "+
+			"twice the clock skew bound (%v), %v, so that instances whose clocks differ by the bound do not "+
+			"both run one fire time: use a spec with a larger interval, or a smaller ClockSkew",
+			ErrInvalidConfig, cfg.Name, spec, gap, skew, 2*skew)
+	case ok && gap < need:
+		step, least := p.(HoldGranularity).HoldGranularity()
+		return fmt.Errorf("%w: lock %q: spec %q fires %v apart at the closest; %T keeps a lock in steps "+
+			"of %v and for at least %v, so a run's hold, which must end the clock skew bound (%v) before the "+
+			"next fire time and outlast the bound, needs fire times at least %v apart: use a spec with a larger "+
+			"interval, or a smaller ClockSkew", ErrInvalidConfig, cfg.Name, spec, gap, p, step, least, skew, need)
+	}
+	return nil
 }
 
 // Bounds of the fire times smallestGap looks at. A cron spec is a product of
@@ -264,7 +257,7 @@ func (j *scheduledJob) Run() {
 	// The fire time bounds the attempt as for WithLock: one that comes later than
 	// half its hold after the fire time (a pod slow to reach it in a herd) is
 	// skipped, rather than hold the lock past the next fire time.
-	ctx := ContextWithFireTime(j.e.base, j.fireTime(now))
+	ctx := ContextWithFireTime(j.e.base, fireTimeOf(j.schedule, now))
 	cfg, late := j.config(now)
 	if late {
 		j.e.skipLate(ctx, cfg)
@@ -310,5 +303,5 @@ func (j *scheduledJob) runAt(fire time.Time, catchUp bool) (bool, error) {
 	if next := j.schedule.Next(fire); !next.IsZero() {
 		f.holdEnd = next.Add(-j.o.skew)
 	}
-	return j.e.runFire(ContextWithFireTime(j.e.base, fire), j.cfg, j.task, j.o, f)
+	return j.e.runFire(ContextWithFireTime(j.e.base, fire), j.cfg, j.task, j.o, f, nil)
 }

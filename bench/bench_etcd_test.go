@@ -29,20 +29,25 @@ func newEtcdClient(b *testing.B) *clientv3.Client {
 
 // etcdFloor is the least a lock on etcd with a lease can send for one cycle,
 // the provider's requests sent directly on the same client: a lease grant, the
-// transaction that puts the key with it if absent, the transaction that
-// deletes the key if its revision is still the put's, and the lease's
-// revocation.
-func etcdFloor(cli *clientv3.Client, key string) func(context.Context) error {
+// transaction that puts the key with it if absent and the job is not paused
+// (its paused key absent, or, nested, holding an end that has passed), the
+// transaction that deletes the key if its revision is still the put's, and
+// the lease's revocation.
+func etcdFloor(cli *clientv3.Client, key, paused string) func(context.Context) error {
 	value := "ADDED:2000-01-01T00:00:00.000Z@floor#0.0"
 	ttl := shedlocketcd.TTLSeconds(benchMostFor)
 	absent := clientv3.Compare(clientv3.CreateRevision(key), "=", 0)
+	unpaused := clientv3.Compare(clientv3.Version(paused), "=", 0)
 	del := clientv3.OpDelete(key)
 	return func(ctx context.Context) error {
 		g, err := cli.Grant(ctx, ttl)
 		if err != nil {
 			return fmt.Errorf("floor grant: %w", err)
 		}
-		put, err := cli.Txn(ctx).If(absent).Then(clientv3.OpPut(key, value, clientv3.WithLease(g.ID))).Commit()
+		op := clientv3.OpPut(key, value, clientv3.WithLease(g.ID))
+		ended := clientv3.Compare(clientv3.Value(paused), "<", fmt.Sprintf("%019d", time.Now().UnixMilli()+1))
+		put, err := cli.Txn(ctx).If(absent, unpaused).Then(op).
+			Else(clientv3.OpTxn([]clientv3.Cmp{absent, ended}, []clientv3.Op{op}, []clientv3.Op{clientv3.OpGet(paused)})).Commit()
 		if err != nil || !put.Succeeded {
 			return fmt.Errorf("floor acquire: %v", err)
 		}
@@ -66,7 +71,7 @@ func newEtcdCycleBench(b *testing.B) *cycleBench {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return newCycleBench(b, p, etcdFloor(cli, p.Key("floor")))
+	return newCycleBench(b, p, etcdFloor(cli, p.Key("floor"), p.PausedKey("floor")))
 }
 
 // BenchmarkEtcdCycle measures one uncontended TryLock+Unlock cycle on a

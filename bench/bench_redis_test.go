@@ -62,12 +62,12 @@ func redisBenchEnv(b *testing.B, c redis.UniversalClient) string {
 }
 
 // redisFloor is the least any library can send for one cycle: the provider's
-// acquire script (SET NX PX and the fencing token) and its release script,
-// through the same client, arguments built once.
+// acquire script (the pause's EXISTS, SET NX PX and the fencing token) and its
+// release script, through the same client, arguments built once.
 func redisFloor(c redis.UniversalClient, key string) func(context.Context) error {
 	acquire, release := redis.NewScript(shedlockredis.LuaScripts().Acquire), redis.NewScript(shedlockredis.LuaScripts().Release)
 	value := "ADDED:2000-01-01T00:00:00.000Z@floor:0-0"
-	acqKeys := []string{key, shedlockredis.FenceKey(key)}
+	acqKeys := []string{key, shedlockredis.FenceKey(key), shedlockredis.PausedKey(key)}
 	acqArgs := []any{value, benchMostFor.Milliseconds()}
 	keys := acqKeys[:1]
 	relArgs := []any{value, int64(0), benchMostFor.Milliseconds()}

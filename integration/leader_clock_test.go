@@ -47,10 +47,10 @@ func TestLeaderClockSkew(t *testing.T) {
 			}
 			quiet := shedlock.WithLeaderLogger(slog.New(slog.DiscardHandler))
 			// A renews late in its lease, so that a lease taken early from it is seen.
-			la, err := shedlock.NewLeader(a, "group", lease, shedlock.WithRenewPeriod(2500*time.Millisecond),
-				shedlock.WithRetryPeriod(20*time.Millisecond), quiet)
+			la, err := shedlock.NewLeader(a, "group", lease, shedlock.WithLeaderRenewPeriod(2500*time.Millisecond),
+				shedlock.WithLeaderRetryPeriod(20*time.Millisecond), quiet)
 			require.NoError(t, err)
-			lb, err := shedlock.NewLeader(b, "group", lease, shedlock.WithRetryPeriod(20*time.Millisecond), quiet)
+			lb, err := shedlock.NewLeader(b, "group", lease, shedlock.WithLeaderRetryPeriod(20*time.Millisecond), quiet)
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = la.Stop(context.Background()); _ = lb.Stop(context.Background()) })
 			la.Start()

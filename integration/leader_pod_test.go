@@ -107,7 +107,7 @@ func leaderPodMain() int {
 			log.Error("journal", "error", err)
 		}
 	}
-	leader, err := shedlock.NewLeader(p, leaderGroup, lease, shedlock.WithRetryPeriod(retry), shedlock.WithLeaderLogger(log))
+	leader, err := shedlock.NewLeader(p, leaderGroup, lease, shedlock.WithLeaderRetryPeriod(retry), shedlock.WithLeaderLogger(log))
 	if err != nil {
 		log.Error("leader", "error", err)
 		return 2

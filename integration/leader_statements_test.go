@@ -68,7 +68,7 @@ func TestLeaderStatementsPerMinute(t *testing.T) {
 		p, err := shedlock.NewMySQLProvider(db, shedlock.WithTableName(table))
 		require.NoError(t, err)
 		counters[i] = &callCounter{LockProvider: p}
-		leaders[i], err = shedlock.NewLeader(counters[i], "group", lease, shedlock.WithRetryPeriod(retry), quiet)
+		leaders[i], err = shedlock.NewLeader(counters[i], "group", lease, shedlock.WithLeaderRetryPeriod(retry), quiet)
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = leaders[i].Stop(context.Background()) })
 		leaders[i].Start()

@@ -3,43 +3,45 @@ package shedlocketcd
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/shedlock-go/shedlock"
+	"github.com/shedlock-go/shedlock/internal/kvstore"
 )
 
 // Locks returns every lock of the provider's env, by name: the keys
 // shedlock:<env>:*, each with what is left of its lease by the cluster's
-// clock, rounded up to the second. A key exists only while held, and is held
-// while it exists: etcd deletes it when its lease ends.
+// clock, rounded up to the second, and every name paused or with run-now
+// requests (its Control; see Pause and RunNow), held or not, all read in one
+// request. A key exists only while held, and is held while it exists: etcd
+// deletes it when its lease ends.
 func (p *Provider) Locks(ctx context.Context) ([]shedlock.LockInfo, error) {
-	resp, err := p.client.Get(ctx, p.prefix, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend))
+	locks, paused, runs, err := p.readNames(ctx, "", true)
 	if err != nil {
-		return nil, fmt.Errorf("shedlock: list locks %s*: %w", p.prefix, err)
+		return nil, fmt.Errorf("shedlock: list locks %s*: %w", p.Key(""), err)
 	}
-	infos := make([]shedlock.LockInfo, 0, len(resp.Kvs))
-	for _, kv := range resp.Kvs {
-		info, err := p.info(ctx, kv)
-		if err != nil {
-			return nil, err
-		}
-		infos = append(infos, info)
-	}
-	return infos, nil
+	return p.lockInfos(ctx, locks, paused, runs)
 }
 
-// Inspect returns the lock of exactly this name; ErrLockNotFound when its
-// key is absent (nobody holds it).
+// Inspect returns the lock of exactly this name, with its Control;
+// ErrLockNotFound when its key is absent (nobody holds it) and it is neither
+// paused nor has run-now requests.
 func (p *Provider) Inspect(ctx context.Context, name string) (shedlock.LockInfo, error) {
-	kv, err := p.get(ctx, name)
+	locks, paused, runs, err := p.readNames(ctx, name, false)
+	if err != nil {
+		return shedlock.LockInfo{}, fmt.Errorf("shedlock: read lock %q: %w", name, err)
+	}
+	infos, err := p.lockInfos(ctx, locks, paused, runs)
 	if err != nil {
 		return shedlock.LockInfo{}, err
 	}
-	return p.info(ctx, kv)
+	if len(infos) == 0 {
+		return shedlock.LockInfo{}, p.notFound(name)
+	}
+	return infos[0], nil
 }
 
 // ForceUnlock deletes the key of exactly this name whoever holds it, and
@@ -95,8 +97,8 @@ func (p *Provider) ForceUnlockSeen(ctx context.Context, seen shedlock.LockInfo) 
 // never holds. It fails when no quorum answers.
 func (p *Provider) HealthCheck(ctx context.Context) error {
 	_, err := p.client.Txn(ctx).
-		If(clientv3.Compare(clientv3.Version(p.prefix), "<", 0)).
-		Then(clientv3.OpPut(p.prefix, "")).
+		If(clientv3.Compare(clientv3.Version(p.keys.Prefix()), "<", 0)).
+		Then(clientv3.OpPut(p.keys.Prefix(), "")).
 		Commit()
 	if err != nil {
 		return fmt.Errorf("shedlock: health check: %w", err)
@@ -118,10 +120,7 @@ func (p *Provider) get(ctx context.Context, name string) (*mvccpb.KeyValue, erro
 	return resp.Kvs[0], nil
 }
 
-func (p *Provider) notFound(name string) error {
-	env := strings.TrimSuffix(strings.TrimPrefix(p.prefix, KeyPrefix+":"), ":")
-	return fmt.Errorf("%w: %q in env %s (no key %s: nobody holds it)", shedlock.ErrLockNotFound, name, env, p.Key(name))
-}
+func (p *Provider) notFound(name string) error { return p.keys.NotFound(name) }
 
 // info reads a lock's key: its value ADDED:<time>@<holder> (a value of
 // another form is shown whole as the holder) and its lease's time left. A key
@@ -132,7 +131,7 @@ func (p *Provider) notFound(name string) error {
 // lease's TTL: never shorter than the lock is held. A key without a lease,
 // put by hand, is held until deleted: TimeLeft -1.
 func (p *Provider) info(ctx context.Context, kv *mvccpb.KeyValue) (shedlock.LockInfo, error) {
-	name := strings.TrimPrefix(string(kv.Key), p.prefix)
+	name := p.keys.Name(string(kv.Key))
 	info := ParseValue(string(kv.Value))
 	info.Name = name
 	info.Held = true
@@ -158,12 +157,8 @@ func (p *Provider) info(ctx context.Context, kv *mvccpb.KeyValue) (shedlock.Lock
 // is the holder, whole.
 func ParseValue(value string) shedlock.LockInfo {
 	info := shedlock.LockInfo{LockedBy: value}
-	if rest, ok := strings.CutPrefix(value, "ADDED:"); ok {
-		if at, by, ok := strings.Cut(rest, "@"); ok {
-			if t, err := time.Parse(time.RFC3339Nano, at); err == nil {
-				info.LockedAt, info.LockedBy = t.UTC(), by
-			}
-		}
+	if at, by, ok := kvstore.ParseValue(value); ok {
+		info.LockedAt, info.LockedBy = at, by
 	}
 	return info
 }

@@ -118,7 +118,9 @@
 //
 // A Provider is a shedlock.Admin: Locks and Inspect read the keys of its env,
 // each held while it exists, and their leases' time left (the cluster's, in
-// whole seconds rounded down, plus a second); ForceUnlock
+// whole seconds rounded down, plus a second), with each name's Control (its
+// pause and run-now requests, below), a paused name nobody holds included, in
+// one request; ForceUnlock
 // deletes a key; ForceUnlockSeen deletes it only while it holds the
 // acquisition shown, by a transaction guarded by its revision; HealthCheck
 // sends a transaction with a write that never applies, so that it goes
@@ -140,6 +142,29 @@
 // record back; its leastFor is a lease granted first, for what is left of it
 // since the acquisition. Locks and the shedlock command's list see a fired
 // key's time only beside a key that is held: a free lock has no key.
+//
+// # Pause, resume and run-now
+//
+// A Provider is a shedlock.Controller and a shedlock.RunRequester. A pause is
+// the key shedlock-paused:<env>:<name> ([Provider.PausedKey]), its value the
+// pause's end in milliseconds since 1970 zero-padded to 19 digits, or 19
+// nines until Resume; a pause until a time is on a lease of what is left until
+// then, so that etcd deletes the key afterwards. TryLock's and TryLockFire's
+// one transaction puts the lock's key only if the paused key is absent or, in
+// a transaction nested in the failure branch, holds an end below the
+// acquiring pod's clock; it reads the paused key when both fail, to tell a
+// pause (an error wrapping shedlock.ErrPaused) from a held lock: the same
+// requests as an attempt on a held name. The end is compared as a value, not
+// left to the lease alone, since a new leader gives every lease its whole TTL
+// again; so a pause ends to the millisecond by the pods' clocks, not in whole
+// seconds. Run-now requests are the key shedlock-runs:<env>:<name>
+// ([Provider.RunsKey]), "<requests> <fencing token of the acquisition that
+// marked one run last>": RunNow writes one more by a transaction guarded by
+// the key's revision; RunRequests reads the env's keys in one request;
+// RunDone marks one by a transaction guarded by the lock's key, as Extend's,
+// and by that revision, recording the token, so that one acquisition marks at
+// most one. No lock's key has these forms. Java ShedLock pods neither read nor
+// write them: they do not honour a pause.
 //
 // # Java ShedLock
 //

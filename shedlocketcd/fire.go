@@ -27,7 +27,7 @@ const firedWidth = 19
 // run of the lock named name succeeded: shedlock-fired:<env>:<name>, its value
 // the time in milliseconds since 1970, zero-padded to 19 digits. It has no
 // lease: it outlives the locks.
-func (p *Provider) FiredKey(name string) string { return p.firedPrefix + name }
+func (p *Provider) FiredKey(name string) string { return FiredPrefix + p.envPart() + name }
 
 // encodeFire returns fire's value in a fired key.
 func encodeFire(name string, fire time.Time) (string, error) {
@@ -45,13 +45,22 @@ type fireLock struct {
 	fire  string // the fire time, as the fired key holds it
 }
 
+// Own is the lock the fire lock wraps (see kvstore.Owned).
+func (l *fireLock) Own() *lock {
+	if l == nil {
+		return nil
+	}
+	return l.lock
+}
+
 // TryLockFire takes cfg's lock for the run of fire time fire, as TryLock
 // does, only if the lock's fired key (FiredKey) records an older fire time,
-// or is absent: both conditions are compared in the one transaction that puts
-// the lock's key. A transaction's comparisons are all required, and one on
-// the value of an absent key never holds, so the older-value case is a
-// transaction nested in the failure branch of the absent case's: still one
-// request. See shedlock.FireLocker and shedlock.CatchUp.
+// or is absent, and the name is not paused (shedlock.ErrPaused): the
+// conditions are compared in the one transaction that puts the lock's key. A
+// transaction's comparisons are all required, and one on the value of an
+// absent key never holds, so each older-value case is a transaction nested in
+// a branch of the absent case's (see whenUnpaused): still one request. See
+// shedlock.FireLocker and shedlock.CatchUp.
 func (p *Provider) TryLockFire(ctx context.Context, cfg shedlock.LockConfig, fire time.Time) (shedlock.FireLock, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -62,33 +71,20 @@ func (p *Provider) TryLockFire(ctx context.Context, cfg shedlock.LockConfig, fir
 	}
 	fired := p.FiredKey(cfg.Name)
 	l, err := p.acquire(ctx, cfg, func(key string, put clientv3.Op) (*clientv3.TxnResponse, bool, error) {
+		now := time.Now()
 		free := clientv3.Compare(clientv3.CreateRevision(key), "=", 0)
-		resp, err := p.client.Txn(ctx).
-			If(free, clientv3.Compare(clientv3.Version(fired), "=", 0)).
-			Then(put).
-			Else(clientv3.OpTxn(
-				[]clientv3.Cmp{free, clientv3.Compare(clientv3.Value(fired), "<", enc)},
-				[]clientv3.Op{put}, nil)).
-			Commit()
-		if err != nil {
-			return nil, false, err
-		}
-		return resp, resp.Succeeded || nestedSucceeded(resp), nil
+		older := clientv3.OpTxn(
+			[]clientv3.Cmp{clientv3.Compare(clientv3.Version(fired), "=", 0)},
+			[]clientv3.Op{put},
+			[]clientv3.Op{clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.Value(fired), "<", enc)}, []clientv3.Op{put}, nil)})
+		cmps, then, els := whenUnpaused(p.PausedKey(cfg.Name), now, []clientv3.Cmp{free}, older)
+		resp, err := p.client.Txn(ctx).If(cmps...).Then(then...).Else(els...).Commit()
+		return answer(resp, err, now)
 	})
 	if err != nil {
 		return nil, err
 	}
 	return &fireLock{lock: l, fired: fired, fire: enc}, nil
-}
-
-// nestedSucceeded reports whether the transaction nested first in resp's
-// branch made its puts.
-func nestedSucceeded(resp *clientv3.TxnResponse) bool {
-	if len(resp.Responses) == 0 {
-		return false
-	}
-	nested := resp.Responses[0].GetResponseTxn()
-	return nested != nil && nested.Succeeded
 }
 
 // UnlockSucceeded releases the lock as Unlock does, keeping it until leastFor
@@ -103,11 +99,10 @@ func nestedSucceeded(resp *clientv3.TxnResponse) bool {
 // The fired key, not the hold, keeps a fire time to one run.
 func (l *fireLock) UnlockSucceeded(ctx context.Context, leastFor time.Duration) error {
 	leastFor = max(leastFor, 0) // as Unlock's LockAtLeastFor: none
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.done {
-		return shedlock.ErrLockLost
+	if err := l.hold.Enter(); err != nil {
+		return err
 	}
+	defer l.hold.Exit()
 	if leastFor != l.askedLeast {
 		l.setLeast(ctx, leastFor, true)
 	}

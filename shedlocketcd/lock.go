@@ -3,16 +3,19 @@ package shedlocketcd
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/shedlock-go/shedlock"
+	"github.com/shedlock-go/shedlock/internal/kvstore"
+	"github.com/shedlock-go/shedlock/internal/lockcfg"
+	"github.com/shedlock-go/shedlock/internal/retry"
 )
 
-// lock is one acquisition. Its mutex orders its own Unlock and Extend, so an
-// Extend can never revive a lock that an Unlock has let go.
+// lock is one acquisition. Its hold orders its own Unlock and Extend, so an
+// Extend can never revive a lock that an Unlock has let go; the fields below
+// hold are read and written only within it.
 type lock struct {
 	p     *Provider
 	name  string
@@ -20,7 +23,7 @@ type lock struct {
 	value string // unique to this acquisition: with fence, every guard compares it
 	fence int64  // the revision that created the key
 
-	mu         sync.Mutex
+	hold       kvstore.Hold
 	most       grant              // the lease the key was last put on by a write whose answer came
 	maybe      []clientv3.LeaseID // leases the key may be on: put there by writes whose answer was lost
 	maybeEnds  time.Time          // the latest end such a write asked for, on this process's clock
@@ -28,7 +31,6 @@ type lock struct {
 	least      grant              // the lease of LockAtLeastFor, counted from the acquisition; none if 0
 	askedLeast time.Duration      // LockAtLeastFor as asked
 	acquired   time.Time          // when the acquiring transaction was answered: after the cluster made the put
-	done       bool               // released, or found lost
 	ends       time.Time          // LockAtMostFor as asked, from when the last grant was sent, on this process's clock
 }
 
@@ -56,8 +58,10 @@ func (l *lock) ours() []clientv3.Cmp {
 // ErrReleaseFailed when no try was answered, and the lock stays until its
 // lease ends.
 func (l *lock) Unlock(ctx context.Context) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	if err := l.hold.Enter(); err != nil {
+		return err
+	}
+	defer l.hold.Exit()
 	return l.unlock(ctx)
 }
 
@@ -68,45 +72,31 @@ const (
 	releaseBackoff = 100 * time.Millisecond
 )
 
-// unlock is Unlock, l.mu held; also are sent in the releasing transaction's
-// success branch, beside the key's delete or move (UnlockSucceeded's record).
+// unlock is Unlock, within the hold; also are sent in the releasing
+// transaction's success branch, beside the key's delete or move
+// (UnlockSucceeded's record).
 func (l *lock) unlock(ctx context.Context, also ...clientv3.Op) error {
-	if l.done {
-		return shedlock.ErrLockLost
-	}
 	// The lease of LockAtLeastFor began before the acquisition: once
 	// LockAtLeastFor has passed since the acquisition was answered, the key
 	// is deleted, not left on a lease that a rounded TTL keeps longer.
 	keep := l.least.id != clientv3.NoLease && time.Since(l.acquired) < l.askedLeast &&
 		time.Since(l.least.got) < l.least.ttl
-	var (
-		resp    *clientv3.TxnResponse
-		err     error
-		unknown bool // a try was sent and not answered: it may have been applied
-		wait    = releaseBackoff
-	)
-	for attempt := 0; ; attempt++ {
+	var resp *clientv3.TxnResponse
+	unknown := false // a try was sent and not answered: it may have been applied
+	err := retry.Do(ctx, releaseRetries, releaseBackoff, func() error {
+		var err error
 		resp, err = l.release(ctx, keep, also)
 		if keep && errLeaseNotFound(err) {
 			keep = false
 			resp, err = l.release(ctx, false, also)
 		}
-		if err == nil {
-			break
-		}
-		unknown = true
-		if attempt >= releaseRetries || ctx.Err() != nil {
-			return fmt.Errorf("%w: lock %q: %w", shedlock.ErrReleaseFailed, l.name, err)
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-		case <-t.C:
-		}
-		wait *= 2
+		unknown = unknown || err != nil
+		return err
+	}, nil)
+	if err != nil {
+		return fmt.Errorf("%w: lock %q: %w", shedlock.ErrReleaseFailed, l.name, err)
 	}
-	l.done = true
+	l.hold.Finish()
 	// The key is on none of these leases now: deleted, moved to the lease of
 	// LockAtLeastFor, or another acquisition's.
 	l.revokeMost(ctx)
@@ -163,19 +153,23 @@ func (l *lock) revokeMost(ctx context.Context) {
 // the acquisition was answered on this process's clock, which is after the
 // cluster made the put: the lock is kept no shorter.
 func (l *lock) Extend(ctx context.Context, lockAtMostFor, lockAtLeastFor time.Duration) error {
-	cfg := shedlock.LockConfig{Name: l.name, LockAtMostFor: lockAtMostFor, LockAtLeastFor: lockAtLeastFor}
-	if err := cfg.Validate(); err != nil {
+	if err := lockcfg.Durations(l.name, lockAtMostFor, lockAtLeastFor); err != nil { // the name was checked by TryLock
 		return err
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.done {
-		return shedlock.ErrLockLost
+	return l.ExtendChecked(ctx, lockAtMostFor, lockAtLeastFor, lockcfg.Checked{})
+}
+
+// ExtendChecked is Extend on durations the executor has checked
+// (lockcfg.Checked, which only this repository's modules can name).
+func (l *lock) ExtendChecked(ctx context.Context, lockAtMostFor, lockAtLeastFor time.Duration, _ lockcfg.Checked) error {
+	if err := l.hold.Enter(); err != nil {
+		return err
 	}
+	defer l.hold.Exit()
 	// Past the end this lock last heard of, an Extend whose answer was lost
 	// may still keep the key: the guarded write below tells.
 	if now := time.Now(); !now.Before(l.ends) && !now.Before(l.maybeEnds) {
-		l.done = true
+		l.hold.Finish()
 		return shedlock.ErrLockLost
 	}
 	sent := time.Now()
@@ -203,7 +197,7 @@ func (l *lock) Extend(ctx context.Context, lockAtMostFor, lockAtLeastFor time.Du
 	if !resp.Succeeded {
 		l.p.revoke(ctx, most.id)
 		l.revokeMost(ctx)
-		l.done = true
+		l.hold.Finish()
 		return shedlock.ErrLockLost
 	}
 	l.revokeMost(ctx)
@@ -246,6 +240,9 @@ func (l *lock) revokeLeases(ctx context.Context) {
 	l.p.revoke(ctx, l.least.id)
 }
 
+// Own is the lock itself (see kvstore.Owned).
+func (l *lock) Own() *lock { return l }
+
 // Fence returns the acquisition's fencing token, the revision at which its
 // key was created: the cluster's revision grows with every write, so a later
 // acquisition of any name, by any pod, has a larger one. Extend keeps it.
@@ -260,17 +257,10 @@ func (l *lock) Fence() (fence int64, ok bool) { return l.fence, true }
 // the later one). A key deleted behind its back (a forced unlock) is found
 // only by the next Extend or Unlock.
 func (l *lock) CheckHeld() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	end := l.ends
-	if !l.maybeFirst.IsZero() && l.maybeFirst.Before(end) {
-		end = l.maybeFirst
-	}
-	switch {
-	case l.done:
-		return fmt.Errorf("%w: lock %q: released or found lost", shedlock.ErrLockLost, l.name)
-	case !time.Now().Before(end):
-		return fmt.Errorf("%w: lock %q", shedlock.ErrLockExpired, l.name)
-	}
-	return nil
+	return l.hold.Check(l.name, func() time.Time {
+		if !l.maybeFirst.IsZero() && l.maybeFirst.Before(l.ends) {
+			return l.maybeFirst
+		}
+		return l.ends
+	})
 }

@@ -1,11 +1,6 @@
 package shedlocketcd
 
-import (
-	"fmt"
-	"strings"
-
-	"github.com/shedlock-go/shedlock"
-)
+import "github.com/shedlock-go/shedlock/internal/kvstore"
 
 // DefaultEnv is the env of the keys when WithEnv is not given, as in Java ShedLock.
 const DefaultEnv = "default"
@@ -17,8 +12,7 @@ const DefaultEnv = "default"
 type Option func(*options) error
 
 type options struct {
-	env      string
-	lockedBy string
+	kvstore.Options // env and owner, as every key-value store has them
 }
 
 // WithEnv sets the env in the keys, shedlock:<env>:<name>: providers with
@@ -26,13 +20,7 @@ type options struct {
 // in Java ShedLock's EtcdLockProvider. It must not be empty or contain ':',
 // which would make two envs' keys look alike.
 func WithEnv(env string) Option {
-	return func(o *options) error {
-		if env == "" || strings.Contains(env, ":") {
-			return fmt.Errorf("%w: shedlocketcd.WithEnv(%q): must be non-empty and without ':'", shedlock.ErrInvalidOption, env)
-		}
-		o.env = env
-		return nil
-	}
+	return func(o *options) error { return o.SetEnv("shedlocketcd", env) }
 }
 
 // WithLockedBy sets the owner written into each lock's value, after the '@',
@@ -41,8 +29,5 @@ func WithEnv(env string) Option {
 // revision, whatever the owner, so providers given the same owner still never
 // release each other's locks.
 func WithLockedBy(id string) Option {
-	return func(o *options) error {
-		o.lockedBy = id
-		return nil
-	}
+	return func(o *options) error { return o.SetLockedBy(id) }
 }

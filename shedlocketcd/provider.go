@@ -2,12 +2,8 @@ package shedlocketcd
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -15,7 +11,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/shedlock-go/shedlock"
-	"github.com/shedlock-go/shedlock/internal/apply"
+	"github.com/shedlock-go/shedlock/internal/kvstore"
+	"github.com/shedlock-go/shedlock/internal/lockcfg"
 )
 
 // KeyPrefix begins every lock's key, shedlock:<env>:<name>, as in Java
@@ -25,15 +22,12 @@ const KeyPrefix = "shedlock"
 // Provider takes locks in etcd, one key per lock name, each attached to a lease
 // of its own. It is safe for concurrent use and keeps no state per name.
 type Provider struct {
-	client      *clientv3.Client
-	lockedBy    string
-	prefix      string // shedlock:<env>:
-	firedPrefix string // shedlock-fired:<env>:
-	suffix      string // @<lockedBy>#<token of this provider>.
-	seq         atomic.Uint64
-	minTTL      atomic.Int64     // the cluster's minimum lease TTL in seconds, as its grants showed it
-	probe       probe            // learns minTTL before the first hold is sized
-	now         func() time.Time // the time written into values, for readers only
+	client *clientv3.Client
+	keys   kvstore.Space    // shedlock:<env>:
+	owner  *kvstore.Owner   // values ADDED:<time>@<lockedBy>#<token of this provider>.<count>
+	minTTL atomic.Int64     // the cluster's minimum lease TTL in seconds, as its grants showed it
+	probe  probe            // learns minTTL before the first hold is sized
+	now    func() time.Time // the time written into values, for readers only
 }
 
 var (
@@ -48,25 +42,15 @@ var (
 // A nil client, a nil option or a bad option's value is an error wrapping
 // [shedlock.ErrInvalidOption].
 func NewProvider(client *clientv3.Client, opts ...Option) (*Provider, error) {
-	if client == nil {
-		return nil, fmt.Errorf("%w: shedlocketcd.NewProvider: nil client", shedlock.ErrInvalidOption)
-	}
-	o := options{env: DefaultEnv}
-	if err := apply.Options("shedlocketcd.NewProvider", &o, opts); err != nil {
+	o := options{Options: kvstore.Options{Env: DefaultEnv}}
+	if err := kvstore.Configure("shedlocketcd.NewProvider", client == nil, &o, opts); err != nil {
 		return nil, err
 	}
-	if o.lockedBy == "" {
-		o.lockedBy = hostName()
-	}
-	var token [6]byte
-	_, _ = rand.Read(token[:]) // crypto/rand.Read never fails on supported platforms
 	p := &Provider{
-		client:      client,
-		lockedBy:    o.lockedBy,
-		prefix:      KeyPrefix + ":" + o.env + ":",
-		firedPrefix: FiredPrefix + ":" + o.env + ":",
-		suffix:      "@" + o.lockedBy + "#" + hex.EncodeToString(token[:]) + ".",
-		now:         time.Now,
+		client: client,
+		keys:   kvstore.NewSpace(KeyPrefix, o.Env),
+		owner:  kvstore.NewOwner(o.LockedBy, '#', '.'),
+		now:    time.Now,
 	}
 	p.minTTL.Store(defaultMinTTL)
 	return p, nil
@@ -104,20 +88,11 @@ func (p *Provider) raiseMinTTL(ttl int64) {
 	}
 }
 
-// hostName is the default owner, as Java ShedLock writes it.
-func hostName() string {
-	host, err := os.Hostname()
-	if err != nil || host == "" {
-		return "unknown-host"
-	}
-	return host
-}
-
 // LockedBy returns the owner this provider writes into lock values.
-func (p *Provider) LockedBy() string { return p.lockedBy }
+func (p *Provider) LockedBy() string { return p.owner.LockedBy() }
 
 // Key returns the etcd key of the lock named name.
-func (p *Provider) Key(name string) string { return p.prefix + name }
+func (p *Provider) Key(name string) string { return p.keys.Key(name) }
 
 // CheckConfig reports whether cfg is valid; it touches no server.
 func (p *Provider) CheckConfig(cfg shedlock.LockConfig) error { return cfg.Validate() }
@@ -128,20 +103,22 @@ func (p *Provider) CheckConfig(cfg shedlock.LockConfig) error { return cfg.Valid
 // only if the key is absent; ErrNotAcquired when it is present, and the lease
 // is revoked. With a LockAtLeastFor, a second lease of that length is granted
 // at the same time, for Unlock to move the key to. The lock's fencing token is
-// the revision of the put. An invalid cfg is an error wrapping
+// the revision of the put. The same transaction refuses a name an operator
+// paused (Pause) with an error wrapping shedlock.ErrPaused: it compares the
+// paused key too, no request more. An invalid cfg is an error wrapping
 // shedlock.ErrInvalidConfig, before any request. A failed request is returned
 // as an error, never as a lock.
 func (p *Provider) TryLock(ctx context.Context, cfg shedlock.LockConfig) (shedlock.Lock, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	l, err := p.acquire(ctx, cfg, func(key string, put clientv3.Op) (*clientv3.TxnResponse, bool, error) {
-		resp, err := p.client.Txn(ctx).
-			If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-			Then(put).
-			Commit()
-		return resp, err == nil && resp.Succeeded, err
-	})
+	return p.TryLockChecked(ctx, cfg, lockcfg.Checked{})
+}
+
+// TryLockChecked is TryLock on a config the executor has validated
+// (lockcfg.Checked, which only this repository's modules can name).
+func (p *Provider) TryLockChecked(ctx context.Context, cfg shedlock.LockConfig, _ lockcfg.Checked) (shedlock.Lock, error) {
+	l, err := p.acquire(ctx, cfg, p.takeUnpaused(ctx, cfg.Name))
 	if err != nil {
 		return nil, err
 	}
@@ -155,7 +132,7 @@ type take func(key string, put clientv3.Op) (resp *clientv3.TxnResponse, took bo
 // acquire grants the leases of cfg's lock and sends take; ErrNotAcquired when
 // take made no put, and the leases are revoked.
 func (p *Provider) acquire(ctx context.Context, cfg shedlock.LockConfig, take take) (*lock, error) {
-	l := &lock{p: p, name: cfg.Name, key: p.Key(cfg.Name), value: p.value(), askedLeast: cfg.LockAtLeastFor}
+	l := &lock{p: p, name: cfg.Name, key: p.Key(cfg.Name), value: p.owner.Value(p.now()), askedLeast: cfg.LockAtLeastFor}
 	sent := time.Now()
 	var least chan grant
 	if cfg.LockAtLeastFor > 0 {
@@ -258,22 +235,6 @@ func TTLSeconds(d time.Duration) int64 {
 	}
 	return s
 }
-
-// value returns a value no other acquisition by this provider has, in Java's
-// form ADDED:<time>@<lockedBy>, the owner followed by this provider's token
-// and a count of its acquisitions. The time is this process's, for people
-// reading the key: nothing compares it.
-func (p *Provider) value() string {
-	var buf [160]byte
-	b := append(buf[:0], "ADDED:"...)
-	b = p.now().UTC().AppendFormat(b, valueTime)
-	b = append(b, p.suffix...)
-	b = strconv.AppendUint(b, p.seq.Add(1), 36)
-	return string(b)
-}
-
-// valueTime is the layout of the time in a value, Java's toIsoString.
-const valueTime = "2006-01-02T15:04:05.000Z"
 
 // errLeaseNotFound reports whether err is the cluster's answer for a lease
 // that has expired or been revoked.

@@ -17,11 +17,11 @@ import (
 // the old leader's run.
 func TestElectorStopWaitsForRunningJob(t *testing.T) {
 	store := shedlocktest.NewMemoryStore()
-	a, err := shedlock.NewLeader(store.Provider("a"), "group", time.Minute, shedlock.WithRetryPeriod(time.Millisecond))
+	a, err := shedlock.NewLeader(store.Provider("a"), "group", time.Minute, shedlock.WithLeaderRetryPeriod(time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := shedlock.NewLeader(store.Provider("b"), "group", time.Minute, shedlock.WithRetryPeriod(time.Millisecond))
+	b, err := shedlock.NewLeader(store.Provider("b"), "group", time.Minute, shedlock.WithLeaderRetryPeriod(time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ func TestElectorRunsJobsOnTheLeaderOnly(t *testing.T) {
 	leaders := make([]*shedlock.Leader, 2)
 	for i, ran := range []*atomic.Int64{&ranA, &ranB} {
 		l, err := shedlock.NewLeader(store.Provider(string(rune('a'+i))), "group", time.Minute,
-			shedlock.WithRetryPeriod(10*time.Millisecond))
+			shedlock.WithLeaderRetryPeriod(10*time.Millisecond))
 		if err != nil {
 			t.Fatal(err)
 		}

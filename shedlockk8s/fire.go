@@ -44,8 +44,10 @@ func (p *Provider) TryLockFire(ctx context.Context, cfg shedlock.LockConfig, fir
 // later one is recorded. ErrLockLost when the Lease is another's; nothing is
 // recorded then.
 func (l *fireLock) UnlockSucceeded(ctx context.Context, leastFor time.Duration) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	if err := l.hold.Enter(); err != nil {
+		return err
+	}
+	defer l.hold.Exit()
 	return l.release(ctx, max(leastFor, 0), func(w *coordinationv1.Lease) {
 		if stateOf(w).lastFire < l.fire {
 			w.Annotations[AnnotationLastFire] = strconv.FormatInt(l.fire, 10)

@@ -2,9 +2,9 @@ package shedlockk8s
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
-	"sync"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -12,9 +12,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/shedlock-go/shedlock"
+	"github.com/shedlock-go/shedlock/internal/kvstore"
+	"github.com/shedlock-go/shedlock/internal/lockcfg"
+	"github.com/shedlock-go/shedlock/internal/retry"
 )
 
-// lock is one acquisition. Its mutex orders its own Unlock and Extend, so an
+// lock is one acquisition. Its Hold orders its own Unlock and Extend, so an
 // Extend can never revive a lock that an Unlock has let go.
 type lock struct {
 	p           *Provider
@@ -25,10 +28,9 @@ type lock struct {
 	fenced      bool   // fence parsed: false for a resourceVersion that is not an integer
 	acquired    time.Time
 
-	mu         sync.Mutex
+	hold       kvstore.Hold          // what follows is read and written between its Enter and Exit
 	cur        *coordinationv1.Lease // the version this lock last wrote, or found its own
 	askedLeast time.Duration
-	done       bool      // released, or found lost
 	ends       time.Time // LockAtMostFor as asked, from when the last write whose answer came was sent
 	maybeEnds  time.Time // the latest end a write whose answer was lost asked for
 	maybeFirst time.Time // the earliest such end: CheckHeld counts to it
@@ -69,19 +71,37 @@ const (
 // ctx allows; then the error wraps ErrReleaseFailed, and the lock stays until
 // its hold ends.
 func (l *lock) Unlock(ctx context.Context) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	if err := l.hold.Enter(); err != nil {
+		return err
+	}
+	defer l.hold.Exit()
 	return l.release(ctx, l.askedLeast, nil)
 }
 
-// release is Unlock, l.mu held, keeping the lock until least after the
-// acquisition; edit (if not nil) changes each version written too.
+// release is Unlock, between the Hold's Enter and Exit, keeping the lock
+// until least after the acquisition; edit (if not nil) changes each version
+// written too.
 func (l *lock) release(ctx context.Context, least time.Duration, edit func(*coordinationv1.Lease)) error {
-	if l.done {
-		return shedlock.ErrLockLost
+	var outcome error
+	answered := false
+	err := retry.Do(ctx, releaseRetries, releaseBackoff, func() error {
+		res, err := l.releaseOnce(ctx, least, edit)
+		if err == nil {
+			answered, outcome = true, res
+		}
+		return err
+	}, nil)
+	if !answered {
+		return fmt.Errorf("%w: lock %q: %w", shedlock.ErrReleaseFailed, l.name, err)
 	}
-	wait := releaseBackoff
-	for attempt, found := 0, 0; ; {
+	return outcome
+}
+
+// releaseOnce sends the release: its outcome (nil: released; ErrLockLost; a
+// refusal by RBAC) once an answer tells it, else the error of a request that
+// got none.
+func (l *lock) releaseOnce(ctx context.Context, least time.Duration, edit func(*coordinationv1.Lease)) (outcome, err error) {
+	for found := 0; ; found++ {
 		w := prepare(l.cur, l.lease, l.p.env, l.name)
 		w.Spec.HolderIdentity = nil
 		setHold(w, least-time.Since(l.acquired))
@@ -90,54 +110,32 @@ func (l *lock) release(ctx context.Context, least time.Duration, edit func(*coor
 		}
 		sent := time.Now()
 		got, err := l.p.leases.Update(ctx, w, metav1.UpdateOptions{})
-		if err == nil {
-			l.done = true
+		switch {
+		case err == nil:
+			l.hold.Finish()
 			l.p.seen.wrote(l.lease, got.ResourceVersion, sent)
-			return nil
+			return nil, nil
+		case apierrors.IsForbidden(err):
+			return l.p.requestError("update", l.name, err), nil
+		case !apierrors.IsConflict(err) && !apierrors.IsNotFound(err):
+			return nil, err
 		}
-		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-			own, gerr := l.p.ownVersion(ctx, l.name, l.lease, l.acquisition)
-			if gerr == nil {
-				if own == nil || stateOf(own).holder == "" {
-					l.done = true
-					return l.lostUnless(own != nil)
-				}
-				if found++; found <= maxOwnVersions {
-					l.cur = own
-					continue
-				}
-			}
-			err = gerr
+		own, err := l.p.ownVersion(ctx, l.name, l.lease, l.acquisition)
+		switch {
+		case errors.Is(err, ErrForbidden):
+			return err, nil
+		case err != nil:
+			return nil, err
+		case own == nil:
+			l.hold.Finish()
+			return shedlock.ErrLockLost, nil
+		case stateOf(own).holder == "":
+			l.hold.Finish() // this acquisition's own release, applied
+			return nil, nil
+		case found == maxOwnVersions:
+			return nil, fmt.Errorf("shedlock: lock %q: its Lease changed %d times under this lock's own writes", l.name, found)
 		}
-		if apierrors.IsForbidden(err) {
-			return l.p.requestError("update", l.name, err)
-		}
-		if attempt++; attempt > releaseRetries || ctx.Err() != nil {
-			return fmt.Errorf("%w: lock %q: %w", shedlock.ErrReleaseFailed, l.name, err)
-		}
-		if sleep(ctx, wait) != nil {
-			return fmt.Errorf("%w: lock %q: %w", shedlock.ErrReleaseFailed, l.name, err)
-		}
-		wait *= 2
-	}
-}
-
-// lostUnless is nil when released, else ErrLockLost.
-func (l *lock) lostUnless(released bool) error {
-	if released {
-		return nil
-	}
-	return shedlock.ErrLockLost
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
+		l.cur = own
 	}
 }
 
@@ -156,13 +154,17 @@ func (l *lock) Extend(ctx context.Context, lockAtMostFor, lockAtLeastFor time.Du
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.done {
-		return shedlock.ErrLockLost
+	return l.ExtendChecked(ctx, lockAtMostFor, lockAtLeastFor, lockcfg.Checked{})
+}
+
+// ExtendChecked is Extend on durations the executor has checked already.
+func (l *lock) ExtendChecked(ctx context.Context, lockAtMostFor, lockAtLeastFor time.Duration, _ lockcfg.Checked) error {
+	if err := l.hold.Enter(); err != nil {
+		return err
 	}
+	defer l.hold.Exit()
 	if now := time.Now(); !now.Before(l.ends) && !now.Before(l.maybeEnds) {
-		l.done = true
+		l.hold.Finish()
 		return shedlock.ErrLockLost
 	}
 	for found := 0; ; found++ {
@@ -186,7 +188,7 @@ func (l *lock) Extend(ctx context.Context, lockAtMostFor, lockAtLeastFor time.Du
 			return err
 		}
 		if own == nil || stateOf(own).holder != l.acquisition {
-			l.done = true
+			l.hold.Finish()
 			return shedlock.ErrLockLost
 		}
 		l.cur = own
@@ -216,17 +218,10 @@ func (l *lock) Fence() (fence int64, ok bool) { return l.fence, l.fenced }
 // ends the Lease may have). A Lease taken by force is found only by the next
 // Extend or Unlock.
 func (l *lock) CheckHeld() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	end := l.ends
-	if !l.maybeFirst.IsZero() && l.maybeFirst.Before(end) {
-		end = l.maybeFirst
-	}
-	switch {
-	case l.done:
-		return fmt.Errorf("%w: lock %q: released or found lost", shedlock.ErrLockLost, l.name)
-	case !time.Now().Before(end):
-		return fmt.Errorf("%w: lock %q", shedlock.ErrLockExpired, l.name)
-	}
-	return nil
+	return l.hold.Check(l.name, func() time.Time {
+		if !l.maybeFirst.IsZero() && l.maybeFirst.Before(l.ends) {
+			return l.maybeFirst
+		}
+		return l.ends
+	})
 }

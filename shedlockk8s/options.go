@@ -2,7 +2,6 @@ package shedlockk8s
 
 import (
 	"fmt"
-	"os"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -51,13 +50,4 @@ func WithLockedBy(id string) Option {
 		o.lockedBy = id
 		return nil
 	}
-}
-
-// hostName is the default owner: a pod's host name is its name.
-func hostName() string {
-	host, err := os.Hostname()
-	if err != nil || host == "" {
-		return "unknown-host"
-	}
-	return host
 }

@@ -19,6 +19,8 @@ import (
 
 	"github.com/shedlock-go/shedlock"
 	"github.com/shedlock-go/shedlock/internal/apply"
+	"github.com/shedlock-go/shedlock/internal/kvstore"
+	"github.com/shedlock-go/shedlock/internal/lockcfg"
 )
 
 // Provider takes locks in coordination.k8s.io/v1 Leases of one namespace, one
@@ -60,7 +62,7 @@ func NewProvider(client kubernetes.Interface, namespace string, opts ...Option) 
 		return nil, err
 	}
 	if o.lockedBy == "" {
-		o.lockedBy = hostName()
+		o.lockedBy = kvstore.HostName()
 	}
 	var token [6]byte
 	_, _ = rand.Read(token[:]) // crypto/rand.Read never fails on supported platforms
@@ -98,6 +100,11 @@ func (p *Provider) TryLock(ctx context.Context, cfg shedlock.LockConfig) (shedlo
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	return p.TryLockChecked(ctx, cfg, lockcfg.Checked{})
+}
+
+// TryLockChecked is TryLock on a config the executor has validated already.
+func (p *Provider) TryLockChecked(ctx context.Context, cfg shedlock.LockConfig, _ lockcfg.Checked) (shedlock.Lock, error) {
 	l, err := p.acquire(ctx, cfg, nil)
 	if err != nil {
 		return nil, err

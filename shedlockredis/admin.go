@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/shedlock-go/shedlock"
+	"github.com/shedlock-go/shedlock/internal/kvstore"
 )
 
 var _ shedlock.Admin = (*Provider)(nil)
@@ -33,15 +33,16 @@ const forceUnlockAttempts = 5
 // scanCount is the COUNT hint of each SCAN, and the keys read per pipeline.
 const scanCount = 500
 
-// Locks returns every held lock of the provider's env, by name, read by
+// Locks returns every held lock of the provider's env, by name, and every
+// name paused or with run-now requests (its Control), held or not, read by
 // SCAN on every primary (each of a Cluster). See [shedlock.Admin].
 func (p *Provider) Locks(ctx context.Context) ([]shedlock.LockInfo, error) {
-	keys, err := p.lockKeys(ctx)
+	names, err := p.lockNames(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("shedlock: read the locks of %s: %w", p.where(), withContext(ctx, err))
 	}
-	locks := make([]shedlock.LockInfo, 0, len(keys))
-	for chunk := range slices.Chunk(keys, scanCount) {
+	locks := make([]shedlock.LockInfo, 0, len(names))
+	for chunk := range slices.Chunk(names, scanCount) {
 		read, err := p.readLocks(ctx, chunk)
 		if err != nil {
 			return nil, fmt.Errorf("shedlock: read the locks of %s: %w", p.where(), withContext(ctx, err))
@@ -53,8 +54,9 @@ func (p *Provider) Locks(ctx context.Context) ([]shedlock.LockInfo, error) {
 	return locks, nil
 }
 
-// Inspect returns the lock of exactly name; shedlock.ErrLockNotFound when it
-// has no key (nobody holds it). See [shedlock.Admin].
+// Inspect returns the lock of exactly name, with its Control;
+// shedlock.ErrLockNotFound when it has no key (nobody holds it) and is
+// neither paused nor has run-now requests. See [shedlock.Admin].
 func (p *Provider) Inspect(ctx context.Context, name string) (shedlock.LockInfo, error) {
 	l, err := p.readLock(ctx, name)
 	return l.LockInfo, err
@@ -65,7 +67,7 @@ func (p *Provider) readLock(ctx context.Context, name string) (storedLock, error
 	if name == "" {
 		return storedLock{}, fmt.Errorf("%w: the name is empty", shedlock.ErrLockNotFound)
 	}
-	locks, err := p.readLocks(ctx, []string{p.Key(name)})
+	locks, err := p.readLocks(ctx, []string{name})
 	if err != nil {
 		return storedLock{}, fmt.Errorf("shedlock: read lock %q of %s: %w", name, p.where(), withContext(ctx, err))
 	}
@@ -75,7 +77,8 @@ func (p *Provider) readLock(ctx context.Context, name string) (storedLock, error
 	return locks[0], nil
 }
 
-// storedLock is a lock as read, and the value its key held.
+// storedLock is a lock as read, and the value its key held: "" when it has
+// no key, and is listed for its Control.
 type storedLock struct {
 	shedlock.LockInfo
 	value string
@@ -107,6 +110,9 @@ func (p *Provider) ForceUnlock(ctx context.Context, name string) (shedlock.LockI
 func (p *Provider) ForceUnlockSeen(ctx context.Context, seen shedlock.LockInfo) (shedlock.LockInfo, error) {
 	for range forceUnlockAttempts {
 		now, err := p.readLock(ctx, seen.Name)
+		if err == nil && now.value == "" {
+			err = p.notFound(seen.Name)
+		}
 		if err != nil {
 			return shedlock.LockInfo{}, err
 		}
@@ -141,7 +147,7 @@ func (p *Provider) HealthCheck(ctx context.Context) error {
 		return fmt.Errorf("shedlock: health check of %s: %w", p.where(), withContext(ctx, err))
 	}
 	// A lock name cannot be empty, so this key is no lock's.
-	if err := p.client.PExpire(ctx, p.prefix, time.Millisecond).Err(); err != nil {
+	if err := p.client.PExpire(ctx, p.keys.Prefix(), time.Millisecond).Err(); err != nil {
 		return fmt.Errorf("shedlock: health check of %s: %w", p.where(), withContext(ctx, err))
 	}
 	return nil
@@ -152,13 +158,9 @@ func (p *Provider) HealthCheck(ctx context.Context) error {
 func (p *Provider) EnsureTable(context.Context) error { return nil }
 
 // where names the locks' place in messages: "env default".
-func (p *Provider) where() string {
-	return "env " + strings.TrimSuffix(strings.TrimPrefix(p.prefix, KeyPrefix+":"), ":")
-}
+func (p *Provider) where() string { return p.keys.Where() }
 
-func (p *Provider) notFound(name string) error {
-	return fmt.Errorf("%w: %q in %s (no key %s: nobody holds it)", shedlock.ErrLockNotFound, name, p.where(), p.Key(name))
-}
+func (p *Provider) notFound(name string) error { return p.keys.NotFound(name) }
 
 // deleteIf runs forceUnlockScript on name's key: it deletes the key if it
 // holds want (any value when want is ""), and returns the lock as it was just
@@ -181,82 +183,13 @@ func (p *Provider) deleteIf(ctx context.Context, name, want string) (info shedlo
 	return lockInfo(name, value, pttl, now), reply[0] == int64(1), nil
 }
 
-// lockKeys returns the keys of the provider's env on every primary, sorted,
-// each once (SCAN may return a key twice).
-func (p *Provider) lockKeys(ctx context.Context) ([]string, error) {
-	var mu sync.Mutex
-	var keys []string
-	match := globEscape(p.prefix) + "*"
-	scan := func(ctx context.Context, c redis.UniversalClient) error {
-		iter := c.Scan(ctx, 0, match, scanCount).Iterator()
-		for iter.Next(ctx) {
-			mu.Lock()
-			keys = append(keys, iter.Val())
-			mu.Unlock()
-		}
-		return iter.Err()
-	}
-	var err error
-	switch c := p.client.(type) {
-	case *redis.ClusterClient:
-		err = c.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return scan(ctx, c) })
-	case *redis.Ring:
-		err = c.ForEachShard(ctx, func(ctx context.Context, c *redis.Client) error { return scan(ctx, c) })
-	default:
-		err = scan(ctx, p.client)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("scan keys %s: %w", match, err)
-	}
-	slices.Sort(keys)
-	return slices.Compact(keys), nil
-}
-
-// readLocks returns the locks of the keys that exist, in the order given, each
-// value read with its PTTL in one step, and the ends by the server's clock.
-func (p *Provider) readLocks(ctx context.Context, keys []string) ([]storedLock, error) {
-	now, err := p.client.Time(ctx).Result()
-	if err != nil {
-		return nil, fmt.Errorf("read the server's clock: %w", err)
-	}
-	pipe := p.client.Pipeline()
-	reads := make([]*redis.Cmd, len(keys))
-	for i, k := range keys {
-		reads[i] = pipe.Eval(ctx, readScript, []string{k})
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return nil, err
-	}
-	var locks []storedLock
-	for i, k := range keys {
-		reply, err := reads[i].Slice()
-		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", k, err)
-		}
-		if len(reply) != 2 {
-			continue // expired or freed since the SCAN
-		}
-		value, _ := reply[0].(string)
-		pttl, _ := reply[1].(int64)
-		locks = append(locks, storedLock{lockInfo(strings.TrimPrefix(k, p.prefix), value, pttl, now), value})
-	}
-	return locks, nil
-}
-
-// valuePrefix begins every value this package and Java ShedLock write.
-const valuePrefix = "ADDED:"
-
 // lockInfo reads a lock's value, ADDED:<time>@<holder>, and its PTTL in
 // milliseconds (-1 for a key without a time to live).
 func lockInfo(name, value string, pttl int64, serverNow time.Time) shedlock.LockInfo {
 	info := shedlock.LockInfo{Name: name, LockedBy: value}
 	// A key kept for LockAtLeastFor after its release is still the holder's.
-	if rest, ok := strings.CutPrefix(strings.TrimSuffix(value, releasedMark), valuePrefix); ok {
-		if at, by, ok := strings.Cut(rest, "@"); ok {
-			if t, err := time.Parse(time.RFC3339Nano, at); err == nil {
-				info.LockedAt, info.LockedBy = t.UTC(), by
-			}
-		}
+	if at, by, ok := kvstore.ParseValue(strings.TrimSuffix(value, releasedMark)); ok {
+		info.LockedAt, info.LockedBy = at, by
 	}
 	switch {
 	case pttl == -1:

@@ -14,11 +14,3 @@ if ARGV[1] ~= '' and v ~= ARGV[1] then return {2, v, pttl} end
 redis.call('DEL', KEYS[1])
 return {1, v, pttl}
 `
-
-// readScript returns a lock key's (KEYS[1]) value and PTTL, read in one step,
-// or {} when there is no key.
-const readScript = `
-local v = redis.call('GET', KEYS[1])
-if not v then return {} end
-return {v, redis.call('PTTL', KEYS[1])}
-`

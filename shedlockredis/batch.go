@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/shedlock-go/shedlock"
+	"github.com/shedlock-go/shedlock/internal/lockcfg"
 )
 
 // TryLockBatch makes one attempt on each of cfgs in one round trip: one Lua
@@ -34,6 +35,19 @@ import (
 // TryLock whose reply was lost. On a Cluster, when only some slots' scripts
 // fail, their entries get the error and the others their results.
 func (p *Provider) TryLockBatch(ctx context.Context, cfgs []shedlock.LockConfig) ([]shedlock.LockResult, error) {
+	return p.tryLockBatch(ctx, cfgs, shedlock.LockConfig.Validate)
+}
+
+// TryLockBatchChecked is TryLockBatch on configs the executor has validated
+// (lockcfg.Checked, which only this repository's modules can name).
+func (p *Provider) TryLockBatchChecked(ctx context.Context, cfgs []shedlock.LockConfig, _ lockcfg.Checked) ([]shedlock.LockResult, error) {
+	return p.tryLockBatch(ctx, cfgs, nil)
+}
+
+// tryLockBatch is TryLockBatch, each config checked by validate unless it is
+// nil.
+func (p *Provider) tryLockBatch(ctx context.Context, cfgs []shedlock.LockConfig,
+	validate func(shedlock.LockConfig) error) ([]shedlock.LockResult, error) {
 	results := make([]shedlock.LockResult, len(cfgs))
 	valid := make([]int, 0, len(cfgs))
 	seen := make(map[string]struct{}, len(cfgs))
@@ -43,9 +57,11 @@ func (p *Provider) TryLockBatch(ctx context.Context, cfgs []shedlock.LockConfig)
 				shedlock.ErrInvalidConfig, cfg.Name)
 		}
 		seen[cfg.Name] = struct{}{}
-		if err := cfg.Validate(); err != nil {
-			results[i].Err = err
-			continue
+		if validate != nil {
+			if err := validate(cfg); err != nil {
+				results[i].Err = err
+				continue
+			}
 		}
 		valid = append(valid, i)
 	}
@@ -122,9 +138,9 @@ func (p *Provider) batchScripts(valid []int, locks []*lock) []*batchScript {
 		s.entries = append(s.entries, i)
 		fenced := "0"
 		s.keys = append(s.keys, l.keys[0])
-		if l.keys[1] != "" {
-			fenced = "1"
-			s.keys = append(s.keys, l.keys[1])
+		if l.keys[1] != "" { // a name with a fence key has a paused key too
+			fenced = "2"
+			s.keys = append(s.keys, l.keys[1], l.keys[2])
 		}
 		s.args = append(s.args, l.set[2], l.set[5], fenced)
 	}
@@ -195,6 +211,10 @@ func (s *batchScript) results(locks []*lock, results []shedlock.LockResult) {
 		case nil:
 			results[i].Err = shedlock.ErrNotAcquired
 		case int64:
+			if fence == pausedReply {
+				results[i].Err = shedlock.ErrPaused
+				continue
+			}
 			l.fence = fence
 			results[i].Lock = l
 		case error: // its own: a fence key that holds no token; the script set nothing of it

@@ -86,9 +86,9 @@
 //
 // NewProvider takes a [redis.UniversalClient]: a single server (*redis.Client),
 // Sentinel (redis.NewFailoverClient) or Cluster (*redis.ClusterClient). Every
-// command and script of one lock touches that lock's key, its fence key and its
-// released key, in one slot, so a Cluster routes each to the node that owns it; a batch's
-// script, one slot's keys (see Batches).
+// command and script of one lock touches that lock's key and the keys beside it
+// (fence, released, fired, paused, runs), in one slot, so a Cluster routes each
+// to the node that owns it; a batch's script, one slot's keys (see Batches).
 //
 // A context's deadline or cancellation stops a command waiting for a connection
 // or a retry. It interrupts a command already sent only when the client has
@@ -164,11 +164,40 @@
 //
 // A Provider is a [shedlock.Admin], as the SQL providers are: Locks, Inspect,
 // ForceUnlock, ForceUnlockSeen and HealthCheck, which the shedlock command uses.
-// A key exists only while its lock is held, so only held locks are seen, and a
-// free one is shedlock.ErrLockNotFound; EnsureTable has nothing to create. The
+// A key exists only while its lock is held, so only held locks are seen, with
+// the names paused or with run-now requests (see below), and any other name is
+// shedlock.ErrLockNotFound; EnsureTable has nothing to create. Locks reads them
+// with one SCAN per primary, of the keys that contain job-lock:<env>:. The
 // force unlocks delete the key in one script that compares first, and leave
 // the fence key and the released key. [LuaScripts] gives tools the scripts the
 // provider sends.
+//
+// # Pause, resume and run-now
+//
+// A Provider is a [shedlock.Controller] and a [shedlock.RunRequester]. Both keep
+// their state beside the lock's key, in its slot, and neither ever changes the
+// lock's own key:
+//
+//	{job-lock:<env>:<name>}:paused   a string: the pause's end in ms since 1970,
+//	                                 "0" until Resume; a pause until a time has
+//	                                 that end as its time to live (PEXPIREAT)
+//	{job-lock:<env>:<name>}:runs     a hash: n, the run-now requests not yet run;
+//	                                 done, the value of the acquisition that
+//	                                 marked one run last
+//
+// (for a name with a hash tag of its own, {tag}:paused:<key> and
+// {tag}:runs:<key>; [PausedKey], [RunsKey]). TryLock's script, a batch's and
+// a fire time's read the paused key first, with EXISTS, and answer
+// shedlock.ErrPaused without writing anything: a pause costs no round trip
+// and no command more per attempt. Redis deletes a pause until a time at its
+// end, by the server's clock, to the millisecond. RunNow is one HINCRBY;
+// RunRequests one HGET per name, in one pipeline; RunDone one script that
+// marks a request only while the lock's key holds the value of the
+// acquisition that ran it, and records that value, so that the same
+// acquisition marks one request at most. A name whose key has a "}" outside a
+// hash tag can have no key beside its lock: it cannot be paused or run now
+// ([shedlock.ErrInvalidConfig]). Java ShedLock pods neither read nor write
+// these keys: they do not honour a pause.
 //
 // # Java ShedLock
 //

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -19,23 +18,21 @@ var _ shedlock.FireLocker = (*Provider)(nil)
 // milliseconds since 1970, whose run of the lock keyed key succeeded: beside
 // its fence key (FenceKey), in the same Cluster hash slot. "" where the key
 // can have no fence key; such a lock cannot be a CatchUp job's.
-func FiredKey(key string) string {
-	if open := strings.IndexByte(key, '{'); open >= 0 {
-		if end := strings.IndexByte(key[open+1:], '}'); end > 0 {
-			return key[open:open+1+end+1] + ":fired:" + key
-		}
-	}
-	if strings.IndexByte(key, '}') >= 0 {
-		return ""
-	}
-	return "{" + key + "}:fired"
-}
+func FiredKey(key string) string { return besideKey(key, "fired") }
 
 // fireLock is a lock taken by TryLockFire, for one fire time.
 type fireLock struct {
 	*lock
 	fired string // the fired key
 	fire  int64  // ms since 1970
+}
+
+// Own is the lock the fire lock wraps (see kvstore.Owned).
+func (l *fireLock) Own() *lock {
+	if l == nil {
+		return nil
+	}
+	return l.lock
 }
 
 // TryLockFire takes cfg's lock for the run of fire time fire, only if the
@@ -45,26 +42,18 @@ func (p *Provider) TryLockFire(ctx context.Context, cfg shedlock.LockConfig, fir
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if err := p.checkServer(ctx); err != nil {
-		if errors.Is(err, shedlock.ErrUnsafeStore) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("shedlock: acquire %q: %w", cfg.Name, err)
+	l, err := p.prepare(ctx, cfg)
+	if err != nil {
+		return nil, err
 	}
-	l := p.newLock(cfg)
 	if l.keys[1] == "" {
 		return nil, fmt.Errorf("%w: lock %q: a key with a \"}\" but no hash tag has no fired key, which CatchUp needs",
 			shedlock.ErrInvalidConfig, cfg.Name)
 	}
 	fl := &fireLock{lock: l, fired: FiredKey(l.keys[0]), fire: fire.UnixMilli()}
-	var err error
-	l.fence, err = p.fireAcquire.Run(ctx, p.client, []string{l.keys[0], l.keys[1], fl.fired}, l.set[2], l.set[5], fl.fire).Int64()
-	l.acquired = time.Now()
-	if errors.Is(err, redis.Nil) {
-		return nil, shedlock.ErrNotAcquired
-	}
-	if err != nil {
-		return nil, fmt.Errorf("shedlock: acquire %q: %w", cfg.Name, withContext(ctx, err))
+	l.fence, err = p.fireAcquire.Run(ctx, p.client, []string{l.keys[0], l.keys[1], fl.fired, l.keys[2]}, l.set[2], l.set[5], fl.fire).Int64()
+	if err := l.taken(ctx, err); err != nil {
+		return nil, err
 	}
 	return fl, nil
 }
@@ -73,21 +62,12 @@ func (p *Provider) TryLockFire(ctx context.Context, cfg shedlock.LockConfig, fir
 // after it was taken, and records its fire time in the fired key unless a
 // later one is, in one script.
 func (l *fireLock) UnlockSucceeded(ctx context.Context, leastFor time.Duration) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.done {
-		return shedlock.ErrLockLost
+	if err := l.hold.Enter(); err != nil {
+		return err
 	}
-	ours, err := l.p.fireRelease.Run(ctx, l.p.client, []string{l.keys[0], l.releaseKeys[1], l.fired},
-		l.value, millis(leastFor)-l.held, l.ttl, l.fire).Int64()
-	if err != nil {
-		return fmt.Errorf("%w: lock %q: %w", shedlock.ErrReleaseFailed, l.name, withContext(ctx, err))
-	}
-	l.done = true
-	if ours != 1 {
-		return shedlock.ErrLockLost
-	}
-	return nil
+	defer l.hold.Exit()
+	return l.released(ctx, l.p.fireRelease.Run(ctx, l.p.client, []string{l.keys[0], l.releaseKeys[1], l.fired},
+		l.value, millis(leastFor)-l.held, l.ttl, l.fire))
 }
 
 // LastFire returns the fire time recorded in the fired key of name's lock.

@@ -3,18 +3,22 @@ package shedlockredis
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/shedlock-go/shedlock"
+	"github.com/shedlock-go/shedlock/internal/kvstore"
+	"github.com/shedlock-go/shedlock/internal/lockcfg"
 )
 
-// lock is one acquisition. Its mutex orders its own Unlock and Extend, so an
-// Extend can never revive a lock that an Unlock has let go.
+// lock is one acquisition. Its hold orders its own Unlock and Extend, so an
+// Extend can never revive a lock that an Unlock has let go; the fields below
+// hold are read and written only within it.
 type lock struct {
 	p    *Provider
 	name string
-	keys [2]string // the key and its fence key (see FenceKey), as the scripts take them
+	keys [3]string // the key, its fence key and its paused key (see FenceKey, PausedKey), as the acquiring scripts take them
 	// The key and its released key (see releasedKey), as releaseScript takes
 	// them; the second is "" for a name that has none.
 	releaseKeys [2]string
@@ -27,11 +31,10 @@ type lock struct {
 	set     [6]any // set key value nx px ttl
 	release [3]any // value, ms of LockAtLeastFor left when ttl was set, ttl
 
-	mu       sync.Mutex
+	hold     kvstore.Hold
 	ttl      int64     // ms: the time to live set last, by SET or Extend; the least of those it may be after an Extend's answer was lost
 	held     int64     // ms the lock had been held when ttl was set, or less, never more (see Extend)
 	least    int64     // ms: LockAtLeastFor, counted from the acquisition
-	done     bool      // released, or found lost
 	ends     time.Time // when the time to live set last ends, at the earliest, on this process's clock; the earliest it may be after an Extend's answer was lost
 	acquired time.Time // when the acquisition's answer came, after the server set the key
 }
@@ -47,21 +50,27 @@ type lock struct {
 // nil (within a minute of it, see releaseScript), even when another holder has
 // taken the lock since.
 func (l *lock) Unlock(ctx context.Context) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.done {
-		return shedlock.ErrLockLost
+	if err := l.hold.Enter(); err != nil {
+		return err
 	}
+	defer l.hold.Exit()
 	l.release[1] = l.least - l.held
 	keys := l.releaseKeys[:]
 	if keys[1] == "" {
 		keys = keys[:1]
 	}
-	ours, err := l.p.release.Run(ctx, l.p.client, keys, l.release[:]...).Int64()
+	return l.released(ctx, l.p.release.Run(ctx, l.p.client, keys, l.release[:]...))
+}
+
+// released reads the reply of a release script, within the hold: 1 when it
+// released this acquisition, else ErrLockLost; a script that may not have
+// run is ErrReleaseFailed, and the lock is not done.
+func (l *lock) released(ctx context.Context, reply *redis.Cmd) error {
+	ours, err := reply.Int64()
 	if err != nil {
 		return fmt.Errorf("%w: lock %q: %w", shedlock.ErrReleaseFailed, l.name, withContext(ctx, err))
 	}
-	l.done = true
+	l.hold.Finish()
 	if ours != 1 {
 		return shedlock.ErrLockLost
 	}
@@ -73,15 +82,19 @@ func (l *lock) Unlock(ctx context.Context) error {
 // another, or Unlock ran). lockAtLeastFor replaces LockAtLeastFor, still
 // counted from the acquisition.
 func (l *lock) Extend(ctx context.Context, lockAtMostFor, lockAtLeastFor time.Duration) error {
-	cfg := shedlock.LockConfig{Name: l.name, LockAtMostFor: lockAtMostFor, LockAtLeastFor: lockAtLeastFor}
-	if err := cfg.Validate(); err != nil {
+	if err := lockcfg.Durations(l.name, lockAtMostFor, lockAtLeastFor); err != nil { // the name was checked by TryLock
 		return err
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.done {
-		return shedlock.ErrLockLost
+	return l.ExtendChecked(ctx, lockAtMostFor, lockAtLeastFor, lockcfg.Checked{})
+}
+
+// ExtendChecked is Extend on durations the executor has checked
+// (lockcfg.Checked, which only this repository's modules can name).
+func (l *lock) ExtendChecked(ctx context.Context, lockAtMostFor, lockAtLeastFor time.Duration, _ lockcfg.Checked) error {
+	if err := l.hold.Enter(); err != nil {
+		return err
 	}
+	defer l.hold.Exit()
 	ttl := millis(lockAtMostFor)
 	sent := time.Now()
 	pttl, err := l.p.extend.Run(ctx, l.p.client, l.keys[:1], l.value, ttl).Int64()
@@ -98,7 +111,7 @@ func (l *lock) Extend(ctx context.Context, lockAtMostFor, lockAtLeastFor time.Du
 		return fmt.Errorf("shedlock: extend %q: %w", l.name, withContext(ctx, err))
 	}
 	if pttl == extendNotOurs {
-		l.done = true
+		l.hold.Finish()
 		return shedlock.ErrLockLost
 	}
 	// Server ms since the time to live was last set, from its PTTL; none
@@ -132,6 +145,9 @@ func minTime(a, b time.Time) time.Time {
 	return a
 }
 
+// Own is the lock itself (see kvstore.Owned).
+func (l *lock) Own() *lock { return l }
+
 // Fence returns the acquisition's fencing token, which Extend keeps; ok is
 // false for a name whose key can have no fence key (see FenceKey).
 func (l *lock) Fence() (fence int64, ok bool) { return l.fence, l.fence != 0 }
@@ -143,13 +159,5 @@ func (l *lock) Fence() (fence int64, ok bool) { return l.fence, l.fence != 0 }
 // behind its back (FLUSHALL, eviction, a forced unlock) is found only by the
 // next Extend or Unlock.
 func (l *lock) CheckHeld() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	switch {
-	case l.done:
-		return fmt.Errorf("%w: lock %q: released or found lost", shedlock.ErrLockLost, l.name)
-	case !time.Now().Before(l.ends):
-		return fmt.Errorf("%w: lock %q", shedlock.ErrLockExpired, l.name)
-	}
-	return nil
+	return l.hold.Check(l.name, func() time.Time { return l.ends })
 }

@@ -45,16 +45,17 @@ func TestCommandsAndRoundTrips(t *testing.T) {
 			sent = sent[1:]
 		}
 		require.Len(t, sent, 1, "one round trip per acquire: %v", sent)
-		// The script's SET NX PX, with the fence key in the lock key's slot.
+		// The script's SET NX PX, with the fence key and the paused key in
+		// the lock key's slot.
 		set := sent[0]
-		require.Len(t, set, 7)
+		require.Len(t, set, 8)
 		assert.Contains(t, []any{"evalsha", "eval"}, set[0])
 		if cycle > 0 {
 			assert.Equal(t, "evalsha", set[0], "the script is loaded: EVALSHA alone")
 		}
-		assert.Equal(t, []any{2, key, "{" + key + "}:fence"}, set[2:5])
-		assert.Equal(t, int64(90001), set[6])
-		value, _ := set[5].(string)
+		assert.Equal(t, []any{3, key, "{" + key + "}:fence", "{" + key + "}:paused"}, set[2:6])
+		assert.Equal(t, int64(90001), set[7])
+		value, _ := set[6].(string)
 		assert.Regexp(t, valueForm, value)
 		assert.Equal(t, value, c.Get(ctx, key).Val(), "the key holds the value sent")
 		log.take() // the GET above

@@ -1,11 +1,6 @@
 package shedlockredis
 
-import (
-	"fmt"
-	"strings"
-
-	"github.com/shedlock-go/shedlock"
-)
+import "github.com/shedlock-go/shedlock/internal/kvstore"
 
 // DefaultEnv is the env of the keys when WithEnv is not given, as in Java ShedLock.
 const DefaultEnv = "default"
@@ -17,8 +12,7 @@ const DefaultEnv = "default"
 type Option func(*options) error
 
 type options struct {
-	env             string
-	lockedBy        string
+	kvstore.Options // env and owner, as every key-value store has them
 	evictionAllowed bool
 }
 
@@ -27,13 +21,7 @@ type options struct {
 // Java ShedLock. It must not be empty or contain ':', which would make two envs'
 // keys look alike.
 func WithEnv(env string) Option {
-	return func(o *options) error {
-		if env == "" || strings.Contains(env, ":") {
-			return fmt.Errorf("%w: shedlockredis.WithEnv(%q): must be non-empty and without ':'", shedlock.ErrInvalidOption, env)
-		}
-		o.env = env
-		return nil
-	}
+	return func(o *options) error { return o.SetEnv("shedlockredis", env) }
 }
 
 // WithLockedBy sets the owner written into each lock's value, after the '@',
@@ -41,10 +29,7 @@ func WithEnv(env string) Option {
 // reading the keys: each acquisition's value is unique whatever the owner, so
 // providers given the same owner still never release each other's locks.
 func WithLockedBy(id string) Option {
-	return func(o *options) error {
-		o.lockedBy = id
-		return nil
-	}
+	return func(o *options) error { return o.SetLockedBy(id) }
 }
 
 // WithEvictionAllowed lets the provider take locks on a server that may delete

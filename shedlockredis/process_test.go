@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -44,11 +45,25 @@ type redisServer struct {
 // and waits until it answers. conf is the start of its configuration file; args
 // are more configuration, as --name value.
 func startServer(conf string, args ...string) (*redisServer, error) {
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		return nil, err
+	for attempt := 1; ; attempt++ {
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		srv, err := startServerOn(port, conf, args...)
+		// Another test's server may take the free port first: try another.
+		if !errors.Is(err, errPortTaken) || attempt == 5 {
+			return srv, err
+		}
 	}
-	port, err := freePort()
+}
+
+// errPortTaken: the server that answered on the port is not the one started.
+var errPortTaken = errors.New("another server answers on the port")
+
+// startServerOn is startServer on port.
+func startServerOn(port int, conf string, args ...string) (*redisServer, error) {
+	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		return nil, err
 	}
@@ -71,7 +86,30 @@ func startServer(conf string, args ...string) (*redisServer, error) {
 		srv.stop()
 		return nil, err
 	}
+	if err := srv.checkPID(); err != nil {
+		srv.stop()
+		return nil, err
+	}
 	return srv, nil
+}
+
+// checkPID makes sure that the server answering on s.addr is s's process.
+func (s *redisServer) checkPID() error {
+	c := redis.NewClient(&redis.Options{Addr: s.addr, MaxRetries: -1})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	info, err := c.Info(ctx, "server").Result()
+	if err != nil {
+		return fmt.Errorf("redis-server on %s: INFO server: %w", s.addr, err)
+	}
+	want := "process_id:" + strconv.Itoa(s.cmd.Process.Pid)
+	for _, line := range strings.Split(info, "\r\n") {
+		if line == want {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: %s, not redis-server pid %d", errPortTaken, s.addr, s.cmd.Process.Pid)
 }
 
 // startServerFor is startServer for one test, stopped when it ends. Without a
@@ -135,5 +173,24 @@ func waitFor(t testing.TB, what string, timeout time.Duration, cond func(ctx con
 			t.Fatalf("%s: not within %v", what, timeout)
 		}
 		time.Sleep(10 * time.Millisecond) // poll interval
+	}
+}
+
+// A server started on a port another server holds must not pass for started:
+// its tests would talk to the other one (as parallel tests did when two
+// picked the same free port, and a test meant for a server with ACLs reached
+// one with CONFIG renamed).
+func TestStartServerOnATakenPort(t *testing.T) {
+	t.Parallel()
+	first := startServerFor(t, "")
+	_, port, err := net.SplitHostPort(first.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _ := strconv.Atoi(port)
+	second, err := startServerOn(n, "")
+	if err == nil {
+		second.stop()
+		t.Fatalf("a second server on %s's port %d passed for started", first.addr, n)
 	}
 }

@@ -3,20 +3,16 @@ package shedlockredis
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/shedlock-go/shedlock"
-	"github.com/shedlock-go/shedlock/internal/apply"
+	"github.com/shedlock-go/shedlock/internal/kvstore"
+	"github.com/shedlock-go/shedlock/internal/lockcfg"
 )
 
 // KeyPrefix begins every lock's key, job-lock:<env>:<name>, as in Java ShedLock.
@@ -25,15 +21,13 @@ const KeyPrefix = "job-lock"
 // Provider takes locks in Redis, one key per lock name. It is safe for
 // concurrent use and keeps no state per name.
 type Provider struct {
-	client   redis.UniversalClient
-	lockedBy string
-	prefix   string // job-lock:<env>:
-	suffix   string // @<lockedBy>:<token of this provider>-
-	seq      atomic.Uint64
-	acquire  *redis.Script
-	batch    *redis.Script
-	release  *redis.Script
-	extend   *redis.Script
+	client  redis.UniversalClient
+	keys    kvstore.Space  // job-lock:<env>:
+	owner   *kvstore.Owner // values ADDED:<time>@<lockedBy>:<token of this provider>-<count>
+	acquire *redis.Script
+	batch   *redis.Script
+	release *redis.Script
+	extend  *redis.Script
 	// CatchUp's (see fire.go)
 	fireAcquire *redis.Script
 	fireRelease *redis.Script
@@ -56,28 +50,19 @@ var (
 // a service can start while Redis is down. A nil client, a nil option or a bad
 // option's value is an error wrapping [shedlock.ErrInvalidOption].
 func NewProvider(client redis.UniversalClient, opts ...Option) (*Provider, error) {
-	if isNil(client) {
-		return nil, fmt.Errorf("%w: shedlockredis.NewProvider: nil client", shedlock.ErrInvalidOption)
-	}
-	o := options{env: DefaultEnv}
-	if err := apply.Options("shedlockredis.NewProvider", &o, opts); err != nil {
+	o := options{Options: kvstore.Options{Env: DefaultEnv}}
+	if err := kvstore.Configure("shedlockredis.NewProvider", isNil(client), &o, opts); err != nil {
 		return nil, err
 	}
-	if o.lockedBy == "" {
-		o.lockedBy = hostName()
-	}
-	var token [6]byte
-	_, _ = rand.Read(token[:]) // crypto/rand.Read never fails on supported platforms
 	return &Provider{
-		client:   client,
-		lockedBy: o.lockedBy,
-		prefix:   KeyPrefix + ":" + o.env + ":",
-		suffix:   "@" + o.lockedBy + ":" + hex.EncodeToString(token[:]) + "-",
-		acquire:  redis.NewScript(acquireScript),
-		batch:    redis.NewScript(batchAcquireScript),
-		release:  redis.NewScript(releaseScript),
-		extend:   redis.NewScript(extendScript),
-		now:      time.Now,
+		client:  client,
+		keys:    kvstore.NewSpace(KeyPrefix, o.Env),
+		owner:   kvstore.NewOwner(o.LockedBy, ':', '-'),
+		acquire: redis.NewScript(acquireScript),
+		batch:   redis.NewScript(batchAcquireScript),
+		release: redis.NewScript(releaseScript),
+		extend:  redis.NewScript(extendScript),
+		now:     time.Now,
 
 		fireAcquire: redis.NewScript(fireAcquireScript),
 		fireRelease: redis.NewScript(fireReleaseScript),
@@ -85,16 +70,6 @@ func NewProvider(client redis.UniversalClient, opts ...Option) (*Provider, error
 		evictionAllowed: o.evictionAllowed,
 		checking:        make(chan struct{}, 1),
 	}, nil
-}
-
-// hostName is the default owner: the value's token already makes each
-// acquisition unique, so the owner is for people reading the keys.
-func hostName() string {
-	host, err := os.Hostname()
-	if err != nil || host == "" {
-		return "unknown-host"
-	}
-	return host
 }
 
 // isNil reports a nil client, including a nil pointer of a client type.
@@ -113,7 +88,7 @@ func isNil(c redis.UniversalClient) bool {
 }
 
 // LockedBy returns the owner this provider writes into lock values.
-func (p *Provider) LockedBy() string { return p.lockedBy }
+func (p *Provider) LockedBy() string { return p.owner.LockedBy() }
 
 // PoolSize reports the client's connections per server (PoolSize, or
 // MaxActiveConns when smaller); 0 for a client of another kind. An executor
@@ -135,7 +110,7 @@ func (p *Provider) PoolSize() int {
 }
 
 // Key returns the Redis key of the lock named name.
-func (p *Provider) Key(name string) string { return p.prefix + name }
+func (p *Provider) Key(name string) string { return p.keys.Key(name) }
 
 // CheckConfig reports whether cfg is valid; it touches no server.
 func (p *Provider) CheckConfig(cfg shedlock.LockConfig) error { return cfg.Validate() }
@@ -143,7 +118,9 @@ func (p *Provider) CheckConfig(cfg shedlock.LockConfig) error { return cfg.Valid
 // TryLock makes one attempt to take cfg's lock, with SET key value NX PX
 // <LockAtMostFor in ms, rounded up>: ErrNotAcquired when the key exists. The
 // SET runs in a script that also writes the lock's fencing token (see
-// shedlock.FenceOf and FenceKey), in the same round trip. An invalid cfg is an
+// shedlock.FenceOf and FenceKey), in the same round trip, and that first
+// refuses a name an operator paused (Pause) with shedlock.ErrPaused, reading
+// its PausedKey: no round trip more. An invalid cfg is an
 // error wrapping shedlock.ErrInvalidConfig, before any command. A failed
 // command is returned as an error, never as a lock.
 //
@@ -155,27 +132,54 @@ func (p *Provider) TryLock(ctx context.Context, cfg shedlock.LockConfig) (shedlo
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	return p.TryLockChecked(ctx, cfg, lockcfg.Checked{})
+}
+
+// TryLockChecked is TryLock on a config the executor has validated
+// (lockcfg.Checked, which only this repository's modules can name).
+func (p *Provider) TryLockChecked(ctx context.Context, cfg shedlock.LockConfig, _ lockcfg.Checked) (shedlock.Lock, error) {
+	l, err := p.prepare(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if l.keys[1] == "" {
+		err = p.client.Do(ctx, l.set[:]...).Err()
+	} else {
+		l.fence, err = p.acquire.Run(ctx, p.client, l.keys[:], l.set[2], l.set[5]).Int64()
+	}
+	if err := l.taken(ctx, err); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// prepare checks the server on first use, and returns the handle of an
+// acquisition of cfg, checked by its caller, about to be sent.
+func (p *Provider) prepare(ctx context.Context, cfg shedlock.LockConfig) (*lock, error) {
 	if err := p.checkServer(ctx); err != nil {
 		if errors.Is(err, shedlock.ErrUnsafeStore) {
 			return nil, err
 		}
 		return nil, fmt.Errorf("shedlock: acquire %q: %w", cfg.Name, err)
 	}
-	l := p.newLock(cfg)
-	var err error
-	if l.keys[1] == "" {
-		err = p.client.Do(ctx, l.set[:]...).Err()
-	} else {
-		l.fence, err = p.acquire.Run(ctx, p.client, l.keys[:], l.set[2], l.set[5]).Int64()
-	}
+	return p.newLock(cfg), nil
+}
+
+// taken reads the outcome err of l's acquiring command: nil when it took the
+// key, ErrNotAcquired when the key exists (redis.Nil), ErrPaused when the
+// script found the name paused (pausedReply).
+func (l *lock) taken(ctx context.Context, err error) error {
 	l.acquired = time.Now()
 	if errors.Is(err, redis.Nil) {
-		return nil, shedlock.ErrNotAcquired
+		return shedlock.ErrNotAcquired
 	}
 	if err != nil {
-		return nil, fmt.Errorf("shedlock: acquire %q: %w", cfg.Name, withContext(ctx, err))
+		return fmt.Errorf("shedlock: acquire %q: %w", l.name, withContext(ctx, err))
 	}
-	return l, nil
+	if l.fence == pausedReply {
+		return shedlock.ErrPaused
+	}
+	return nil
 }
 
 // newLock returns the handle of an acquisition of cfg about to be sent: a
@@ -183,7 +187,7 @@ func (p *Provider) TryLock(ctx context.Context, cfg shedlock.LockConfig) (shedlo
 func (p *Provider) newLock(cfg shedlock.LockConfig) *lock {
 	l := &lock{p: p, name: cfg.Name, ttl: millis(cfg.LockAtMostFor), least: millis(cfg.LockAtLeastFor)}
 	var key string
-	key, l.value, l.keys[1], l.releaseKeys[1] = p.keyValue(cfg.Name)
+	key, l.value, l.keys[1], l.releaseKeys[1], l.keys[2] = p.keyValue(cfg.Name)
 	l.keys[0], l.releaseKeys[0] = key, key
 	l.set = [...]any{"set", key, l.value, "nx", "px", l.ttl}
 	l.release = [...]any{l.set[2], nil, l.set[5]}
@@ -197,17 +201,7 @@ func (p *Provider) newLock(cfg shedlock.LockConfig) *lock {
 // No lock key has either form: every one begins with KeyPrefix. A key with a
 // "}" but no hash tag can have no such key; its locks take no token, and
 // FenceKey returns "".
-func FenceKey(key string) string {
-	if open := strings.IndexByte(key, '{'); open >= 0 {
-		if end := strings.IndexByte(key[open+1:], '}'); end > 0 {
-			return key[open:open+1+end+1] + ":fence:" + key
-		}
-	}
-	if strings.IndexByte(key, '}') >= 0 {
-		return ""
-	}
-	return "{" + key + "}:fence"
-}
+func FenceKey(key string) string { return besideKey(key, "fence") }
 
 // withContext adds ctx's error to err when ctx has ended: a client with
 // ContextTimeoutEnabled reports a deadline as an i/o timeout, often before
@@ -224,21 +218,18 @@ func withContext(ctx context.Context, err error) error {
 }
 
 // keyValue returns the key of the lock named name, a value no other
-// acquisition has, and the key's fence key (see FenceKey) and released key
-// (see releasedKey). The value is Java's form, ADDED:<time>@<lockedBy>:<token>,
+// acquisition has, and the key's fence key (see FenceKey), released key
+// (see releasedKey) and paused key (see PausedKey). The value is Java's form, ADDED:<time>@<lockedBy>:<token>,
 // where the token is this provider's random token and a count of its
-// acquisitions. All four are cut from one string, one allocation, unless the
+// acquisitions. All five are cut from one string, one allocation, unless the
 // key has a brace.
-func (p *Provider) keyValue(name string) (key, value, fence, released string) {
+func (p *Provider) keyValue(name string) (key, value, fence, released, paused string) {
 	var buf [320]byte
-	b := append(buf[:0], p.prefix...)
+	b := append(buf[:0], p.keys.Prefix()...)
 	b = append(b, name...)
 	n := len(b)
 	braces := bytes.ContainsAny(b[:n], "{}") // the env may have one too
-	b = append(b, "ADDED:"...)
-	b = p.now().UTC().AppendFormat(b, "2006-01-02T15:04:05.000Z")
-	b = append(b, p.suffix...)
-	b = strconv.AppendUint(b, p.seq.Add(1), 36)
+	b = p.owner.AppendValue(b, p.now())
 	m := len(b)
 	if !braces {
 		b = append(b, '{')
@@ -251,12 +242,18 @@ func (p *Provider) keyValue(name string) (key, value, fence, released string) {
 		b = append(b, b[:n]...)
 		b = append(b, "}:released"...)
 	}
+	r := len(b)
+	if !braces {
+		b = append(b, '{')
+		b = append(b, b[:n]...)
+		b = append(b, "}:paused"...)
+	}
 	s := string(b)
 	key, value = s[:n], s[n:m]
 	if braces {
-		return key, value, FenceKey(key), releasedKey(key)
+		return key, value, FenceKey(key), releasedKey(key), PausedKey(key)
 	}
-	return key, value, s[m:f], s[f:]
+	return key, value, s[m:f], s[f:r], s[r:]
 }
 
 // millis returns d in whole milliseconds, rounded up: a lock is never shorter

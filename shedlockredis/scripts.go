@@ -15,7 +15,24 @@ package shedlockredis
 // replicate_commands, before any write, asks for it on older servers. Lua numbers are doubles,
 // exact to 2^53; a token is about 2^51 until the year 2041 and is written with
 // %.0f, never in the exponent form Lua's tostring would give it.
-const acquireScript = effectsReplication + acquireTake
+//
+// A name paused by an operator (Provider.Pause) is refused before anything
+// is read or written: while its paused key (KEYS[3], see PausedKey) exists,
+// the script returns pausedReply. Without KEYS[3] (a caller of LuaScripts
+// that sends two keys) it checks no pause.
+const acquireScript = effectsReplication + pausedCheck3 + acquireTake
+
+// pausedReply is what the acquiring scripts return for a paused name: no
+// fencing token is negative.
+const pausedReply = -1
+
+// pausedCheck3 and pausedCheck4 end an acquiring script with pausedReply
+// while the paused key, KEYS[3] or KEYS[4], exists: Redis deletes a pause
+// until a time at its end by the server's clock.
+const (
+	pausedCheck3 = "if KEYS[3] and redis.call('EXISTS', KEYS[3]) == 1 then return -1 end\n"
+	pausedCheck4 = "if KEYS[4] and redis.call('EXISTS', KEYS[4]) == 1 then return -1 end\n"
+)
 
 // effectsReplication opens a script that writes after TIME.
 const effectsReplication = `
@@ -152,11 +169,13 @@ const extendNotOurs = -3
 // Cluster hash slot: for each lock, in the order given, the same SET NX PX and,
 // once it is taken, the same fencing token. The keys are all in KEYS, as
 // Cluster routing and script replication need: per lock its key and, when
-// ARGV says it has one, its fence key. ARGV holds three values per lock: the
-// acquisition's value, the time to live in milliseconds, and "1" when a fence
-// key follows the lock's key in KEYS, else "0" (see FenceKey). It returns one
-// element per lock: nil when the key exists, else the token (0 for a lock that
-// has no fence key). TIME is read once, at the first acquisition: each lock's
+// ARGV says it has them, its fence key and its paused key. ARGV holds three
+// values per lock: the acquisition's value, the time to live in milliseconds,
+// and "2" when a fence key and a paused key follow the lock's key in KEYS,
+// "1" when only a fence key does, else "0" (see FenceKey and PausedKey). It
+// returns one element per lock: pausedReply while its paused key exists
+// (nothing of it is written), nil when the key exists, else the token (0 for
+// a lock that has no fence key). TIME is read once, at the first acquisition: each lock's
 // token is still the larger of its own last token + 1 and the clock.
 //
 // A fence key that holds no token is that lock's own outcome, as in
@@ -169,14 +188,20 @@ const batchAcquireScript = `
 if redis.replicate_commands then redis.replicate_commands() end
 ` + lastFence + `local out, k, now = {}, 1, nil
 for i = 1, #ARGV, 3 do
-  local key, fenceKey = KEYS[k], nil
+  local key, fenceKey, pausedKey = KEYS[k], nil, nil
   k = k + 1
-  if ARGV[i + 2] == '1' then
+  if ARGV[i + 2] ~= '0' then
     fenceKey = KEYS[k]
     k = k + 1
   end
+  if ARGV[i + 2] == '2' then
+    pausedKey = KEYS[k]
+    k = k + 1
+  end
   local got = false
-  if redis.call('SET', key, ARGV[i], 'NX', 'PX', ARGV[i + 1]) then
+  if pausedKey and redis.call('EXISTS', pausedKey) == 1 then
+    got = -1
+  elseif redis.call('SET', key, ARGV[i], 'NX', 'PX', ARGV[i + 1]) then
     got = 0
     if fenceKey then
       local last = lastFence(fenceKey)
@@ -204,8 +229,9 @@ return out
 // (milliseconds since 1970): it takes the lock only if the fire time recorded
 // in the lock's fired key (KEYS[3], see FiredKey) is older, or there is none,
 // so that a fire time that succeeded is never taken again. Java ShedLock pods
-// neither read nor write the fired key.
-const fireAcquireScript = effectsReplication + `local last = redis.call('GET', KEYS[3])
+// neither read nor write the fired key. A paused name (KEYS[4], its paused
+// key) is refused first, with pausedReply.
+const fireAcquireScript = effectsReplication + pausedCheck4 + `local last = redis.call('GET', KEYS[3])
 if last and tonumber(last) >= tonumber(ARGV[3]) then return false end
 ` + acquireTake
 

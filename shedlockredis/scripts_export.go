@@ -6,9 +6,10 @@ package shedlockredis
 // may change from one version to the next: read them from here, never copy
 // them.
 type Scripts struct {
-	// Acquire takes one lock and its fencing token: KEYS the lock's key and
-	// its fence key (FenceKey), ARGV the value and the PX in milliseconds; nil
-	// when the key exists, else the token.
+	// Acquire takes one lock and its fencing token: KEYS the lock's key, its
+	// fence key (FenceKey) and, optionally, its paused key (PausedKey), ARGV
+	// the value and the PX in milliseconds; -1 while the paused key exists,
+	// nil when the lock's key exists, else the token.
 	Acquire string
 	// BatchAcquire takes many locks of one Cluster hash slot (Provider.TryLockBatch).
 	BatchAcquire string

@@ -10,10 +10,8 @@ const clusterSlots = 16384
 // the first "}" after it when that part is not empty, else of the whole key.
 // go-redis keeps its own in an internal package, out of reach.
 func slot(key string) int {
-	if open := strings.IndexByte(key, '{'); open >= 0 {
-		if end := strings.IndexByte(key[open+1:], '}'); end > 0 {
-			key = key[open+1 : open+1+end]
-		}
+	if open, end, ok := hashTag(key); ok {
+		key = key[open+1 : end]
 	}
 	var crc uint16
 	for i := 0; i < len(key); i++ {
@@ -27,4 +25,19 @@ func slot(key string) int {
 		}
 	}
 	return int(crc) % clusterSlots
+}
+
+// hashTag finds key's hash tag: the part between its first "{" and the
+// first "}" after it, when that part is not empty; open and end are the
+// indexes of those braces.
+func hashTag(key string) (open, end int, ok bool) {
+	open = strings.IndexByte(key, '{')
+	if open < 0 {
+		return 0, 0, false
+	}
+	n := strings.IndexByte(key[open+1:], '}')
+	if n <= 0 {
+		return 0, 0, false
+	}
+	return open, open + 1 + n, true
 }

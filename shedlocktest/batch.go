@@ -22,26 +22,52 @@ func testBatch(t *testing.T, newProvider NewProviderFunc) {
 		t.Logf("%T is not a shedlock.BatchLocker", a)
 		return
 	}
-	ctx := context.Background()
-	mustBatch := func(p shedlock.BatchLocker, cfgs ...shedlock.LockConfig) []shedlock.LockResult {
-		t.Helper()
-		res, err := p.TryLockBatch(ctx, cfgs)
-		if err != nil {
-			t.Fatalf("TryLockBatch: %v", err)
-		}
-		if len(res) != len(cfgs) {
-			t.Fatalf("TryLockBatch: %d results for %d configs", len(res), len(cfgs))
-		}
-		return res
+	res := testBatchEntries(t, ba, b)
+	testBatchLocks(t, b, res)
+	many := make([]shedlock.LockConfig, 50)
+	for i := range many {
+		many[i] = cfg(fmt.Sprintf("many-%02d", i), time.Minute, 0)
 	}
+	for i, r := range mustBatch(t, ba, many...) {
+		if r.Err != nil {
+			t.Fatalf("batch of %d new names, entry %d: %v", len(many), i, r.Err)
+		}
+	}
+	if bb, ok := b.(shedlock.BatchLocker); ok {
+		for i, r := range mustBatch(t, bb, many...) {
+			if !errors.Is(r.Err, shedlock.ErrNotAcquired) {
+				t.Fatalf("batch of %d held names, entry %d: want ErrNotAcquired, got %v", len(many), i, r.Err)
+			}
+		}
+	}
+}
 
+// mustBatch makes one batch attempt, which must answer each config.
+func mustBatch(t *testing.T, p shedlock.BatchLocker, cfgs ...shedlock.LockConfig) []shedlock.LockResult {
+	t.Helper()
+	res, err := p.TryLockBatch(context.Background(), cfgs)
+	if err != nil {
+		t.Fatalf("TryLockBatch: %v", err)
+	}
+	if len(res) != len(cfgs) {
+		t.Fatalf("TryLockBatch: %d results for %d configs", len(res), len(cfgs))
+	}
+	return res
+}
+
+// testBatchEntries has ba take a batch of a free name, a name b holds, a
+// name b held before (b-1, with LockAtLeastFor) and a bad config: each
+// entry's answer, and b-1's fencing token, must be TryLock's. The batch's
+// locks b-2 and b-1 are returned held.
+func testBatchEntries(t *testing.T, ba shedlock.BatchLocker, b shedlock.LockProvider) []shedlock.LockResult {
+	ctx := context.Background()
 	first := mustLock(t, b, cfg("b-1", time.Minute, 0))
 	lastFence, fenced := shedlock.FenceOf(first)
 	if err := first.Unlock(ctx); err != nil {
 		t.Fatalf("Unlock: %v", err)
 	}
 	mustLock(t, b, cfg("held", time.Minute, 0))
-	res := mustBatch(ba, cfg("b-2", time.Minute, 0), cfg("held", time.Minute, 0), cfg("b-1", time.Minute, time.Minute),
+	res := mustBatch(t, ba, cfg("b-2", time.Minute, 0), cfg("held", time.Minute, 0), cfg("b-1", time.Minute, time.Minute),
 		cfg("bad", 0, 0))
 	for i, want := range []error{nil, shedlock.ErrNotAcquired, nil, shedlock.ErrInvalidConfig} {
 		r := res[i]
@@ -56,13 +82,20 @@ func testBatch(t *testing.T, newProvider NewProviderFunc) {
 		t.Fatalf("fencing token of a batch lock: %d, %v; want one larger than the name's last, %d, where the store has them (%v)",
 			f, ok, lastFence, fenced)
 	}
-	f0, _ := shedlock.FenceOf(res[0].Lock) // tokens order one name's acquisitions: two names may share one
 	mustNotLock(t, b, cfg("b-2", time.Minute, 0))
 	mustNotLock(t, b, cfg("b-1", time.Minute, 0))
-
 	if _, err := ba.TryLockBatch(ctx, []shedlock.LockConfig{cfg("dup", time.Minute, 0), cfg("dup", time.Minute, 0)}); !errors.Is(err, shedlock.ErrInvalidConfig) {
 		t.Fatalf("a name twice in one batch: want ErrInvalidConfig, got %v", err)
 	}
+	return res
+}
+
+// testBatchLocks checks that the batch's locks in res (b-2 and b-1) extend,
+// keeping their tokens, and release as TryLock's do, b-1 honouring its
+// LockAtLeastFor.
+func testBatchLocks(t *testing.T, b shedlock.LockProvider, res []shedlock.LockResult) {
+	ctx := context.Background()
+	f0, _ := shedlock.FenceOf(res[0].Lock) // tokens order one name's acquisitions: two names may share one
 	if err := res[0].Lock.Extend(ctx, 2*time.Minute, 0); err != nil {
 		t.Fatalf("Extend of a batch lock: %v", err)
 	}
@@ -78,22 +111,5 @@ func testBatch(t *testing.T, newProvider NewProviderFunc) {
 	mustNotLock(t, b, cfg("b-1", time.Minute, 0)) // its LockAtLeastFor holds it
 	if err := res[0].Lock.Extend(ctx, time.Minute, 0); !errors.Is(err, shedlock.ErrLockLost) {
 		t.Fatalf("Extend of a released batch lock: want ErrLockLost, got %v", err)
-	}
-
-	many := make([]shedlock.LockConfig, 50)
-	for i := range many {
-		many[i] = cfg(fmt.Sprintf("many-%02d", i), time.Minute, 0)
-	}
-	for i, r := range mustBatch(ba, many...) {
-		if r.Err != nil {
-			t.Fatalf("batch of %d new names, entry %d: %v", len(many), i, r.Err)
-		}
-	}
-	if bb, ok := b.(shedlock.BatchLocker); ok {
-		for i, r := range mustBatch(bb, many...) {
-			if !errors.Is(r.Err, shedlock.ErrNotAcquired) {
-				t.Fatalf("batch of %d held names, entry %d: want ErrNotAcquired, got %v", len(many), i, r.Err)
-			}
-		}
 	}
 }

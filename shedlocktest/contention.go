@@ -89,12 +89,32 @@ func RunContention(t *testing.T, newStore NewStoreFunc, c Contention) {
 	}
 	tallies := make([]nameTally, c.Names)
 	wins := make([]atomic.Int64, c.Providers) // runs per provider, all names
+	start := time.Now()
+	for _, err := range competeAll(providers, c, tallies, wins) {
+		t.Error(err)
+	}
+	for ni := range tallies {
+		checkTally(t, ni, &tallies[ni], c)
+	}
+	perProvider := make([]int64, len(wins))
+	for i := range wins {
+		perProvider[i] = wins[i].Load()
+		if perProvider[i] == 0 {
+			t.Errorf("provider %d never got a lock in %d runs: providers are not competing", i, c.Names*c.RunsPerName)
+		}
+	}
+	t.Logf("%d providers, %d names, %d runs in %v; runs per provider %v",
+		c.Providers, c.Names, c.Names*c.RunsPerName, time.Since(start).Round(time.Millisecond), perProvider)
+}
+
+// competeAll has every provider compete for every name, each pair in a
+// goroutine, until each name has its runs or c.Timeout ends; it returns
+// their errors. One error stops the others.
+func competeAll(providers []shedlock.LockProvider, c Contention, tallies []nameTally, wins []atomic.Int64) []error {
 	ctx, cancel := context.WithTimeout(context.Background(), c.Timeout)
 	defer cancel()
-
 	var wg sync.WaitGroup
-	errs := make(chan error, c.Providers*c.Names)
-	start := time.Now()
+	errs := make(chan error, len(providers)*len(tallies))
 	for pi, p := range providers {
 		for ni := range tallies {
 			wg.Add(1)
@@ -113,39 +133,34 @@ func RunContention(t *testing.T, newStore NewStoreFunc, c Contention) {
 	}
 	wg.Wait()
 	close(errs)
+	var all []error
 	for err := range errs {
-		t.Error(err)
+		all = append(all, err)
 	}
+	return all
+}
 
-	for ni := range tallies {
-		tl := &tallies[ni]
-		runs, counter := tl.runs.Load(), tl.counter.Load()
-		t.Logf("lock contention-%d: %d runs, counter %d, most holders at once %d, overlapping runs %d",
-			ni, runs, counter, tl.maxHeld.Load(), tl.overlaps.Load())
-		if n := tl.overlaps.Load(); n != 0 {
-			t.Errorf("lock contention-%d: %d runs started while another provider held the lock (most at once: %d)",
-				ni, n, tl.maxHeld.Load())
-		}
-		if n := tl.lost.Load(); n != 0 {
-			t.Errorf("lock contention-%d: %d Unlocks found the lock taken by another provider during the run", ni, n)
-		}
-		if counter != runs {
-			t.Errorf("lock contention-%d: counter %d after %d runs: %d updates lost to overlapping runs",
-				ni, counter, runs, runs-counter)
-		}
-		if runs != int64(c.RunsPerName) {
-			t.Errorf("lock contention-%d: %d runs, want exactly %d", ni, runs, c.RunsPerName)
-		}
+// checkTally fails t unless the runs of lock contention-ni never overlapped
+// and add up to c.RunsPerName.
+func checkTally(t *testing.T, ni int, tl *nameTally, c Contention) {
+	t.Helper()
+	runs, counter := tl.runs.Load(), tl.counter.Load()
+	t.Logf("lock contention-%d: %d runs, counter %d, most holders at once %d, overlapping runs %d",
+		ni, runs, counter, tl.maxHeld.Load(), tl.overlaps.Load())
+	if n := tl.overlaps.Load(); n != 0 {
+		t.Errorf("lock contention-%d: %d runs started while another provider held the lock (most at once: %d)",
+			ni, n, tl.maxHeld.Load())
 	}
-	perProvider := make([]int64, len(wins))
-	for i := range wins {
-		perProvider[i] = wins[i].Load()
-		if perProvider[i] == 0 {
-			t.Errorf("provider %d never got a lock in %d runs: providers are not competing", i, c.Names*c.RunsPerName)
-		}
+	if n := tl.lost.Load(); n != 0 {
+		t.Errorf("lock contention-%d: %d Unlocks found the lock taken by another provider during the run", ni, n)
 	}
-	t.Logf("%d providers, %d names, %d runs in %v; runs per provider %v",
-		c.Providers, c.Names, c.Names*c.RunsPerName, time.Since(start).Round(time.Millisecond), perProvider)
+	if counter != runs {
+		t.Errorf("lock contention-%d: counter %d after %d runs: %d updates lost to overlapping runs",
+			ni, counter, runs, runs-counter)
+	}
+	if runs != int64(c.RunsPerName) {
+		t.Errorf("lock contention-%d: %d runs, want exactly %d", ni, runs, c.RunsPerName)
+	}
 }
 
 // compete runs one provider's loop for one name until the name has all its runs.

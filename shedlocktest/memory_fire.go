@@ -23,6 +23,9 @@ func (p memoryProvider) TryLockFire(ctx context.Context, cfg shedlock.LockConfig
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := time.Now()
+	if s.pausedAt(cfg.Name, now) {
+		return nil, shedlock.ErrPaused
+	}
 	if r, ok := s.rows[cfg.Name]; ok && r.until.After(now) {
 		return nil, shedlock.ErrNotAcquired
 	}
@@ -30,7 +33,7 @@ func (p memoryProvider) TryLockFire(ctx context.Context, cfg shedlock.LockConfig
 		return nil, shedlock.ErrNotAcquired
 	}
 	s.terms++
-	s.rows[cfg.Name] = memoryRow{until: now.Add(cfg.LockAtMostFor), lockedAt: now, owner: p.owner, term: s.terms}
+	s.rows[cfg.Name] = memoryRow{until: now.Add(cfg.LockAtMostFor), lockedAt: now, owner: p.owner, term: s.terms, taken: s.terms}
 	return &memoryFireLock{memoryLock{s: s, name: cfg.Name, term: s.terms}, fire}, nil
 }
 
@@ -58,16 +61,9 @@ func (l *memoryFireLock) UnlockSucceeded(ctx context.Context, leastFor time.Dura
 	}
 	l.s.mu.Lock()
 	defer l.s.mu.Unlock()
-	r, ok := l.s.rows[l.name]
-	if !ok || r.term != l.term {
-		return shedlock.ErrLockLost
+	if err := l.release(leastFor); err != nil {
+		return err
 	}
-	r.until = time.Now()
-	if least := r.lockedAt.Add(leastFor); least.After(r.until) {
-		r.until = least
-	}
-	r.term = 0
-	l.s.rows[l.name] = r
 	if last, ok := l.s.fired[l.name]; !ok || last.Before(l.fire) {
 		l.s.fired[l.name] = l.fire
 	}

@@ -15,6 +15,11 @@
 // (applied by the store, their answer lost, late, or the write sent twice):
 // its providers send their writes through a Faults, which Faults.OpenDB wires
 // into any database/sql driver, and a hook or interceptor into other clients.
+//
+// RunControl checks an operator's pause, resume and run-now
+// (shedlock.Controller and shedlock.RunRequester) on a store that offers them.
+// The MemoryStore offers them, and is a shedlock.Admin, for tests of code that
+// steers jobs or shows them.
 package shedlocktest
 
 import (
@@ -175,17 +180,7 @@ func testLockAtLeastFor(t *testing.T, newProvider NewProviderFunc) {
 		if err := l.Unlock(context.Background()); err != nil {
 			t.Fatalf("Unlock: %v", err)
 		}
-		if tryLock(t, b, c) {
-			if got := time.Since(start); got < least {
-				t.Fatalf("released lock taken again within %v, before LockAtLeastFor %v", got, least)
-			}
-			return false
-		}
-		lockWithin(t, b, c, least+10*time.Second)
-		if got := time.Since(start); got < least-slack {
-			t.Fatalf("released lock taken again after %v, before LockAtLeastFor %v", got, least)
-		}
-		return true
+		return takenNoSooner(t, b, c, start, least, "released lock taken again", "LockAtLeastFor")
 	})
 }
 
@@ -195,18 +190,27 @@ func testLockAtMostFor(t *testing.T, newProvider NewProviderFunc) {
 		c := cfg(name, most, 0)
 		start := time.Now()
 		mustLock(t, a, c) // never unlocked: the holder crashed
-		if tryLock(t, b, c) {
-			if got := time.Since(start); got < most {
-				t.Fatalf("unreleased lock taken within %v, before LockAtMostFor %v", got, most)
-			}
-			return false
-		}
-		lockWithin(t, b, c, most+10*time.Second)
-		if got := time.Since(start); got < most-slack {
-			t.Fatalf("unreleased lock taken after %v, before LockAtMostFor %v", got, most)
-		}
-		return true
+		return takenNoSooner(t, b, c, start, most, "unreleased lock taken", "LockAtMostFor")
 	})
+}
+
+// takenNoSooner has p take c, which was held from start for d (named bound
+// in messages), and fails t when p takes it sooner. It returns false when p
+// took it at its first try, once d had passed: the machine answered too late
+// to tell, and widening tries a longer d.
+func takenNoSooner(t *testing.T, p shedlock.LockProvider, c shedlock.LockConfig, start time.Time, d time.Duration, what, bound string) bool {
+	t.Helper()
+	if tryLock(t, p, c) {
+		if got := time.Since(start); got < d {
+			t.Fatalf("%s within %v, before %s %v", what, got, bound, d)
+		}
+		return false
+	}
+	lockWithin(t, p, c, d+10*time.Second)
+	if got := time.Since(start); got < d-slack {
+		t.Fatalf("%s after %v, before %s %v", what, got, bound, d)
+	}
+	return true
 }
 
 func testLateUnlockOtherOwner(t *testing.T, newProvider NewProviderFunc) {

@@ -21,7 +21,7 @@ func TestBadInput(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{"no command", []string{}, 2, "shedlock: no command: want list, unlock, migrate or watch"},
+		{"no command", []string{}, 2, "shedlock: no command: want list, unlock, migrate, watch, pause, resume, run or serve"},
 		{"unknown command", []string{"lsit"}, 2, `shedlock: unknown command "lsit"`},
 		{"unknown flag", tbl.args("list", "-verbose"), 2, "shedlock list: flag provided but not defined: -verbose"},
 		{"unknown flag first", []string{"-verbose", "list"}, 2, "shedlock: flag provided but not defined: -verbose"},

@@ -12,13 +12,10 @@ import (
 )
 
 // list prints the locks, as a table or as JSON.
-func list(ctx context.Context, c config, args []string, _ io.Reader, stdout, _ io.Writer) error {
-	if len(args) > 0 {
-		return usageError{fmt.Sprintf("list takes no arguments, got %q", args)}
-	}
+func list(ctx context.Context, c config, _ []string, _ io.Reader, stdout, _ io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	s, err := openStore(ctx, c, false)
+	s, err := c.open(ctx, c, false)
 	if err != nil {
 		return err
 	}
@@ -54,6 +51,10 @@ func writeTable(w io.Writer, where string, locks []shedlock.LockInfo, fires map[
 	if fires != nil {
 		head += "\tLAST SUCCESS (UTC)"
 	}
+	steered := anySteered(locks)
+	if steered {
+		head += "\tPAUSED\tRUN-NOWS"
+	}
 	fmt.Fprintln(tw, head)
 	for _, l := range locks {
 		held, left := "no", "-"
@@ -65,9 +66,34 @@ func writeTable(w io.Writer, where string, locks []shedlock.LockInfo, fires map[
 		if fires != nil {
 			fmt.Fprintf(tw, "\t%s", formatTime(fires[l.Name]))
 		}
+		if steered {
+			fmt.Fprintf(tw, "\t%s\t%d", formatPause(l.Control), l.RunRequests)
+		}
 		fmt.Fprintln(tw)
 	}
 	return tw.Flush()
+}
+
+// anySteered reports whether an operator paused a lock or asked for a run:
+// only then does the table show those columns.
+func anySteered(locks []shedlock.LockInfo) bool {
+	for _, l := range locks {
+		if l.Paused || l.RunRequests > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// formatPause shows a pause: "-", "until resumed", or its end in UTC.
+func formatPause(c shedlock.Control) string {
+	switch {
+	case !c.Paused:
+		return "-"
+	case c.PausedUntil.IsZero():
+		return "until resumed"
+	}
+	return "until " + formatTime(c.PausedUntil)
 }
 
 // formatTime shows t in UTC to the millisecond, or "-" when the store does not
@@ -105,6 +131,11 @@ type lockJSON struct {
 	// LastSuccess is the last fire time a CatchUp run of the lock succeeded
 	// at, where the store keeps it.
 	LastSuccess *time.Time `json:"last_success,omitempty"`
+	// Paused, PausedUntil (absent: until resumed) and RunRequests are the
+	// job's pause and run-nows pending (shedlock.Controller).
+	Paused      bool       `json:"paused,omitempty"`
+	PausedUntil *time.Time `json:"paused_until,omitempty"`
+	RunRequests int64      `json:"run_requests,omitempty"`
 }
 
 func writeJSON(w io.Writer, locks []shedlock.LockInfo, fires map[string]time.Time) error {
@@ -116,7 +147,8 @@ func writeJSON(w io.Writer, locks []shedlock.LockInfo, fires map[string]time.Tim
 		}
 		out[i] = lockJSON{Name: l.Name, Held: l.Held, TimeLeftMS: left,
 			LockUntil: timeOrNil(l.LockUntil), LockedAt: timeOrNil(l.LockedAt), LockedBy: l.LockedBy,
-			LastSuccess: timeOrNil(fires[l.Name])}
+			LastSuccess: timeOrNil(fires[l.Name]), Paused: l.Paused, PausedUntil: timeOrNil(l.PausedUntil),
+			RunRequests: l.RunRequests}
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

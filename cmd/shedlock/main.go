@@ -1,6 +1,7 @@
 // Command shedlock shows and clears the locks of a shedlock table or of
 // shedlockredis's or shedlocketcd's keys, for operators: list them, watch them, free one whose
-// holder is dead, create the table.
+// holder is dead, create the table; pause, resume or run a job on every
+// instance; serve the dashboard (shedlockhttp).
 //
 //	go install github.com/shedlock-go/shedlock/cmd/shedlock@latest
 //
@@ -9,6 +10,8 @@
 //	shedlock -dsn /var/lib/app/app.db unlock outboxPollJob
 //	shedlock -dsn redis://cache:6379/0 -env prod list
 //	shedlock -dsn etcd://etcd-0:2379,etcd-1:2379 -env prod list
+//	shedlock -dsn 'app@tcp(db:3306)/app' pause nightlyReport -for 2h
+//	SHEDLOCK_TOKEN=... shedlock -dsn 'app@tcp(db:3306)/app' serve -addr 127.0.0.1:8080
 //
 // The store is told from the DSN (or given with -store: mysql, postgres or pg,
 // sqlite, redis, etcd); the DSN, the table and the Redis or etcd env come from flags or from

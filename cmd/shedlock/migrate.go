@@ -8,16 +8,13 @@ import (
 
 // migrate creates the lock table if it does not exist (EnsureTable), and
 // checks that the store takes locks (HealthCheck).
-func migrate(ctx context.Context, c config, args []string, _ io.Reader, stdout, _ io.Writer) error {
-	if len(args) > 0 {
-		return usageError{fmt.Sprintf("migrate takes no arguments, got %q", args)}
-	}
+func migrate(ctx context.Context, c config, _ []string, _ io.Reader, stdout, _ io.Writer) error {
 	if why := storeKinds()[c.store].noTable; why != "" {
 		return usageError{"migrate: " + why}
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	s, err := openStore(ctx, c, true)
+	s, err := c.open(ctx, c, true)
 	if err != nil {
 		return err
 	}

@@ -20,6 +20,11 @@ Commands:
   unlock NAME   free one lock; asks first when it is held, unless -force
   migrate       create the lock table if it does not exist (SQL stores)
   watch         list the locks again every -interval, until interrupted
+  pause NAME    stop the job on every instance, until resumed or for -for
+  resume NAME   end a pause
+  run NAME      ask for one run of the job now, on whichever instance checks first
+  serve         serve the dashboard (shedlockhttp) on -addr until interrupted: read-only,
+                unless -token is set; then actions need it (a bearer header, or log in)
 
 Flags (before or after the command):
   -dsn DSN      the store's data source name, as its Go driver takes it; $SHEDLOCK_DSN
@@ -39,6 +44,10 @@ Flags (before or after the command):
   -json         list: print JSON instead of a table
   -force        unlock: do not ask
   -interval D   watch: time between refreshes (default 2s)
+  -for D        pause: how long (default: until resumed)
+  -addr A       serve: the address to listen on (default 127.0.0.1:8080)
+  -token T      serve: the secret that allows actions, at least 16 characters; $SHEDLOCK_TOKEN
+                (safer than the flag, which other users can see in the process list)
 
 Names and holders with characters a terminal would act on are shown quoted, as Go
 quotes strings. Exit status: 0 done, 1 failed (store, table or lock), 2 bad usage
@@ -51,7 +60,11 @@ type config struct {
 	timeout                time.Duration
 	json, force            bool
 	interval               time.Duration
+	pauseFor               time.Duration
+	addr, token            string
 	set                    map[string]bool // the flags given on the command line
+	// open opens the store: openStore, or a test's.
+	open func(ctx context.Context, c config, create bool) (*store, error)
 }
 
 // usageError is bad input on the command line: exit status 2.
@@ -62,7 +75,13 @@ func (e usageError) Error() string { return e.msg }
 // run runs the command line args and returns the exit status. It reads answers
 // from stdin and writes results to stdout, questions and errors to stderr.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	cmd, err := runCommand(ctx, args, stdin, stdout, stderr)
+	return runWith(ctx, openStore, args, stdin, stdout, stderr)
+}
+
+// runWith is run with the stores opened by open.
+func runWith(ctx context.Context, open func(context.Context, config, bool) (*store, error), args []string,
+	stdin io.Reader, stdout, stderr io.Writer) int {
+	cmd, err := runCommand(ctx, open, args, stdin, stdout, stderr)
 	switch {
 	case err == nil:
 		return 0
@@ -85,7 +104,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 
 // runCommand parses args and runs the command; it returns the command's name
 // for messages.
-func runCommand(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (string, error) {
+func runCommand(ctx context.Context, open func(context.Context, config, bool) (*store, error), args []string,
+	stdin io.Reader, stdout, stderr io.Writer) (string, error) {
 	c := config{
 		store:    os.Getenv("SHEDLOCK_STORE"),
 		dsn:      os.Getenv("SHEDLOCK_DSN"),
@@ -93,7 +113,10 @@ func runCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		env:      envOr("SHEDLOCK_ENV", shedlockredis.DefaultEnv),
 		timeout:  10 * time.Second,
 		interval: 2 * time.Second,
+		addr:     "127.0.0.1:8080",
+		token:    os.Getenv("SHEDLOCK_TOKEN"),
 		set:      map[string]bool{},
+		open:     open,
 	}
 	global := c.flags("shedlock")
 	if err := global.Parse(args); err != nil {
@@ -101,18 +124,19 @@ func runCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	}
 	global.Visit(func(f *flag.Flag) { c.set[f.Name] = true })
 	if global.NArg() == 0 {
-		return "", usageError{"no command: want list, unlock, migrate or watch"}
+		return "", usageError{"no command: want " + commandNames}
 	}
 	name, rest := global.Arg(0), global.Args()[1:]
 	commands := map[string]func(ctx context.Context, c config, args []string, stdin io.Reader, stdout, stderr io.Writer) error{
 		"list": list, "unlock": unlock, "migrate": migrate, "watch": watch,
+		"pause": pause, "resume": resume, "run": runNow, "serve": serve,
 	}
 	if name == "help" {
 		return "", flag.ErrHelp
 	}
 	command, ok := commands[name]
 	if !ok {
-		return "", usageError{fmt.Sprintf("unknown command %q: want list, unlock, migrate or watch", name)}
+		return "", usageError{fmt.Sprintf("unknown command %q: want %s", name, commandNames)}
 	}
 	fs := c.flags(name)
 	positional, err := parseInterspersed(fs, rest)
@@ -123,7 +147,30 @@ func runCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	if err := c.check(); err != nil {
 		return name, err
 	}
+	if err := commandArgs(name, positional); err != nil {
+		return name, err
+	}
 	return name, command(ctx, c, positional, stdin, stdout, stderr)
+}
+
+// commandArgs refuses arguments the command name does not take: unlock,
+// pause, resume and run take a lock's name, the others nothing.
+func commandArgs(name string, args []string) error {
+	switch name {
+	case "unlock":
+		if len(args) != 1 {
+			return usageError{fmt.Sprintf("unlock takes one lock name, got %d arguments", len(args))}
+		}
+	case "pause", "resume", "run":
+		if len(args) != 1 {
+			return usageError{fmt.Sprintf("%s takes one job (lock) name, got %d arguments", name, len(args))}
+		}
+	default:
+		if len(args) > 0 {
+			return usageError{fmt.Sprintf("%s takes no arguments, got %q", name, args)}
+		}
+	}
+	return nil
 }
 
 // flags returns a flag set that fills c; each command's set has them all, so
@@ -139,8 +186,14 @@ func (c *config) flags(name string) *flag.FlagSet {
 	fs.BoolVar(&c.json, "json", c.json, "")
 	fs.BoolVar(&c.force, "force", c.force, "")
 	fs.DurationVar(&c.interval, "interval", c.interval, "")
+	fs.DurationVar(&c.pauseFor, "for", c.pauseFor, "")
+	fs.StringVar(&c.addr, "addr", c.addr, "")
+	fs.StringVar(&c.token, "token", c.token, "")
 	return fs
 }
+
+// commandNames lists the commands, for messages.
+const commandNames = "list, unlock, migrate, watch, pause, resume, run or serve"
 
 // check validates c and settles its store, from -store or from the DSN.
 func (c *config) check() error {
@@ -151,6 +204,10 @@ func (c *config) check() error {
 		return usageError{fmt.Sprintf("-timeout %v: must be > 0", c.timeout)}
 	case c.interval <= 0:
 		return usageError{fmt.Sprintf("-interval %v: must be > 0", c.interval)}
+	case c.set["for"] && c.pauseFor <= 0:
+		return usageError{fmt.Sprintf("-for %v: must be > 0 (leave it out to pause until resumed)", c.pauseFor)}
+	case c.token != "" && len(c.token) < minTokenLen:
+		return usageError{fmt.Sprintf("-token: at least %d characters (or leave it out: the dashboard is then read-only)", minTokenLen)}
 	}
 	store, err := resolveStore(c.store, c.dsn)
 	if err != nil {

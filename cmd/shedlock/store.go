@@ -50,6 +50,14 @@ func openStore(ctx context.Context, c config, create bool) (*store, error) {
 	return kind.open(ctx, c, create)
 }
 
+// openWithin opens the store c names, within c.timeout: it stays open past
+// it, for a command whose each step has a timeout of its own.
+func openWithin(ctx context.Context, c config) (*store, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	return c.open(ctx, c, false)
+}
+
 // noExpiry is the TimeLeft of a lock held with no end (shedlockredis: a key
 // someone made without a time to live): it stays held until freed.
 const noExpiry = -1

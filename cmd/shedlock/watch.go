@@ -12,13 +12,8 @@ import (
 // watch lists the locks every interval until ctx ends (an interrupt), which is
 // its normal end. A store that fails at the start is an error; one that fails
 // later is shown in the view, which goes on.
-func watch(ctx context.Context, c config, args []string, _ io.Reader, stdout, _ io.Writer) error {
-	if len(args) > 0 {
-		return usageError{fmt.Sprintf("watch takes no arguments, got %q", args)}
-	}
-	octx, cancel := context.WithTimeout(ctx, c.timeout)
-	s, err := openStore(octx, c, false)
-	cancel()
+func watch(ctx context.Context, c config, _ []string, _ io.Reader, stdout, _ io.Writer) error {
+	s, err := openWithin(ctx, c)
 	if err != nil {
 		return err
 	}

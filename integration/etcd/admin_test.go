@@ -78,11 +78,11 @@ func TestLeaderOnEtcd(t *testing.T) {
 	env := newEnv()
 	a := newProvider(t, newClient(t, c), env, "a")
 	b := newProvider(t, newClient(t, c), env, "b")
-	la, err := shedlock.NewLeader(a, "leader", 3*time.Second, shedlock.WithRetryPeriod(100*time.Millisecond), shedlock.WithRenewPeriod(time.Second))
+	la, err := shedlock.NewLeader(a, "leader", 3*time.Second, shedlock.WithLeaderRetryPeriod(100*time.Millisecond), shedlock.WithLeaderRenewPeriod(time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
-	lb, err := shedlock.NewLeader(b, "leader", 3*time.Second, shedlock.WithRetryPeriod(100*time.Millisecond), shedlock.WithRenewPeriod(time.Second))
+	lb, err := shedlock.NewLeader(b, "leader", 3*time.Second, shedlock.WithLeaderRetryPeriod(100*time.Millisecond), shedlock.WithLeaderRenewPeriod(time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -198,7 +198,7 @@ func TestLeaderRenewalAnswerLostOneLeader(t *testing.T) {
 	faultyCli, f := faultyClient(t, c)
 	a := newProvider(t, faultyCli, env, "a")
 	b := newProvider(t, newClient(t, c), env, "b")
-	opts := []shedlock.LeaderOption{shedlock.WithRetryPeriod(100 * time.Millisecond), shedlock.WithRenewPeriod(time.Second)}
+	opts := []shedlock.LeaderOption{shedlock.WithLeaderRetryPeriod(100 * time.Millisecond), shedlock.WithLeaderRenewPeriod(time.Second)}
 	la, err := shedlock.NewLeader(a, "leader", 3*time.Second, opts...)
 	if err != nil {
 		t.Fatal(err)

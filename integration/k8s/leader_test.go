@@ -19,7 +19,7 @@ func TestLeader(t *testing.T) {
 	newLeader := func(owner string) *shedlock.Leader {
 		p := newProvider(t, newClient(t, s, kubeapiserver.Locker), namespace, env, owner)
 		l, err := shedlock.NewLeader(p, "leader", 3*time.Second,
-			shedlock.WithRetryPeriod(100*time.Millisecond), shedlock.WithRenewPeriod(time.Second))
+			shedlock.WithLeaderRetryPeriod(100*time.Millisecond), shedlock.WithLeaderRenewPeriod(time.Second))
 		require.NoError(t, err)
 		return l
 	}

@@ -88,7 +88,7 @@ func campaignShedlock(spec workerSpec, c *kubernetes.Clientset, j *journal) (fun
 	if err != nil {
 		return nil, nil, err
 	}
-	l, err := shedlock.NewLeader(p, "leader", electLease, shedlock.WithRetryPeriod(electRetry))
+	l, err := shedlock.NewLeader(p, "leader", electLease, shedlock.WithLeaderRetryPeriod(electRetry))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/shedlock-go/shedlock/internal/lockerr"
 )
@@ -92,6 +93,21 @@ func (e *Engine) CheckEnd(name string, mostFor time.Duration) error {
 func (e *Engine) token() string {
 	var n [20]byte
 	return e.cfg.LockedBy + "." + string(strconv.AppendUint(n[:0], e.acquired.Add(1), 10))
+}
+
+// TokenFits refuses a locked_by column col, of table, that holds at most max
+// characters when a token of owner lockedBy may have more: a cut token could
+// match another acquisition's. widen is the type to widen the column to, as
+// the dialect spells it. It returns the longest token, for the dialect's
+// further checks of the column.
+func TokenFits(table string, col fmt.Stringer, lockedBy string, max int, widen string) (longest string, err error) {
+	longest = lockedBy + "." + strconv.FormatUint(math.MaxUint64, 10)
+	if n := utf8.RuneCountInString(longest); n > max {
+		return "", fmt.Errorf("%w: table %s: column %s is too short for this provider's owner %q (%d characters "+
+			"with the acquisition number); widen it to %s or give a shorter WithLockedBy",
+			lockerr.UnsafeStore, table, col, lockedBy, n, widen)
+	}
+	return longest, nil
 }
 
 // TryLock makes one attempt on a validated config; lockerr.NotAcquired when the

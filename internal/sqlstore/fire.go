@@ -2,6 +2,8 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
@@ -40,6 +42,33 @@ func NoLastSuccess(table, dir string) error {
 	return fmt.Errorf("%w: table %s has no column %s, where CatchUp records the last fire time that succeeded: "+
 		"run migration 0003_add_last_success of migrations/%s (Java ShedLock pods keep working on the table), "+
 		"or make the table with EnsureTable", lockerr.UnsafeStore, table, LastSuccessColumn, dir)
+}
+
+// FireReady returns what g's setup made, for a FireStore method: ready says
+// whether the table it found has the last_success column; NoLastSuccess's
+// error when not.
+func FireReady[T any](ctx context.Context, g *Gate[T], ready func(*T) bool, table, dir string) (*T, error) {
+	p, err := g.Get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !ready(p) {
+		return nil, NoLastSuccess(table, dir)
+	}
+	return p, nil
+}
+
+// ScanFire reads the row of a LastFire query, the recorded fire time: ok is
+// false when the row has none, or there is no row.
+func ScanFire(row *sql.Row) (fire int64, ok bool, err error) {
+	var v sql.NullInt64
+	switch err := row.Scan(&v); {
+	case errors.Is(err, sql.ErrNoRows):
+		return 0, false, nil
+	case err != nil:
+		return 0, false, err
+	}
+	return v.Int64, v.Valid, nil
 }
 
 // TryLockFire is TryLock for the run of fire time fire (see FireStore): the

@@ -47,6 +47,13 @@ func (g *Gate[T]) Get(ctx context.Context) (*T, error) {
 	})
 }
 
+// Ready runs the setup, if no call has succeeded yet: a store's first-use
+// checks, once they pass.
+func (g *Gate[T]) Ready(ctx context.Context) error {
+	_, err := g.Get(ctx)
+	return err
+}
+
 // Reset forgets what setup made, after closing it; the next Get sets up again.
 func (g *Gate[T]) Reset(closeFn func(*T) error) error {
 	g.turn <- struct{}{}

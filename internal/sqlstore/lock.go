@@ -7,7 +7,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/shedlock-go/shedlock/internal/lockcfg"
+	"github.com/shedlock-go/shedlock/internal/lockend"
 	"github.com/shedlock-go/shedlock/internal/lockerr"
+	"github.com/shedlock-go/shedlock/internal/retry"
 )
 
 // Lock is one acquisition by a SQL provider.
@@ -30,7 +33,7 @@ type Lock struct {
 
 func (e *Engine) grant(name string, args Args, fence int64, sent time.Time, mostFor, leastFor time.Duration) *Lock {
 	l := &Lock{e: e, name: name, args: args, fence: fence, leastFor: ceilMillis(leastFor), turn: make(chan struct{}, 1), taken: sent}
-	l.ends.Store(int64(mostFor - endMargin(mostFor)))
+	l.ends.Store(int64(mostFor - lockend.Margin(mostFor)))
 	return l
 }
 
@@ -69,33 +72,24 @@ func (l *Lock) unlock(ctx context.Context, release func(context.Context) (bool, 
 	if l.done != nil {
 		return fmt.Errorf("%w: lock %q: %w", lockerr.LockLost, l.name, l.done)
 	}
-	wait := l.e.cfg.Backoff
-	var err error
-	for attempt := 0; ; attempt++ {
-		var ours bool
+	var ours bool
+	err := retry.Do(ctx, l.e.cfg.Retries, l.e.cfg.Backoff, func() error {
+		var err error
 		ours, err = statement(l.e, ctx, release)
-		if err == nil {
-			l.done = errReleased
-			if !ours {
-				l.done = errors.New("it was taken away before its release")
-				return lockerr.LockLost
-			}
-			return nil
-		}
-		if attempt >= l.e.cfg.Retries || ctx.Err() != nil {
-			break
-		}
+		return err
+	}, func(attempt int, err error) {
 		l.e.cfg.Logger.WarnContext(ctx, "shedlock: release failed, retrying",
 			"lock", l.name, "attempt", attempt+1, "error", err)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-		case <-t.C:
-		}
-		wait *= 2
+	})
+	if err != nil {
+		return fmt.Errorf("%w: lock %q: %w", lockerr.ReleaseFailed, l.name, errors.Join(err, ctx.Err()))
 	}
-	return fmt.Errorf("%w: lock %q: %w", lockerr.ReleaseFailed, l.name, errors.Join(err, ctx.Err()))
+	l.done = errReleased
+	if !ours {
+		l.done = errors.New("it was taken away before its release")
+		return lockerr.LockLost
+	}
+	return nil
 }
 
 // Extend moves the lock's end to now + lockAtMostFor while it is still ours and
@@ -105,6 +99,12 @@ func (l *Lock) Extend(ctx context.Context, lockAtMostFor, lockAtLeastFor time.Du
 	if err := l.e.cfg.CheckDurations(l.name, lockAtMostFor, lockAtLeastFor); err != nil {
 		return err
 	}
+	return l.ExtendChecked(ctx, lockAtMostFor, lockAtLeastFor, lockcfg.Checked{})
+}
+
+// ExtendChecked is Extend on durations the executor has checked
+// (lockcfg.Checked): what only the store can know is still checked.
+func (l *Lock) ExtendChecked(ctx context.Context, lockAtMostFor, lockAtLeastFor time.Duration, _ lockcfg.Checked) error {
 	if err := l.e.CheckEnd(l.name, lockAtMostFor); err != nil {
 		return err
 	}
@@ -126,17 +126,8 @@ func (l *Lock) Extend(ctx context.Context, lockAtMostFor, lockAtLeastFor time.Du
 		return lockerr.LockLost
 	}
 	l.leastFor = ceilMillis(lockAtLeastFor)
-	l.ends.Store(int64(sent.Sub(l.taken) + most - endMargin(most)))
+	l.ends.Store(int64(sent.Sub(l.taken) + most - lockend.Margin(most)))
 	return nil
-}
-
-// endMargin is how much sooner than its LockAtMostFor after the statement was
-// sent CheckHeld takes a lock to have ended: stores count the end from their
-// own now, kept to the millisecond and cut down to it (MySQL's
-// UTC_TIMESTAMP(3)), so the store's end can come a little before the one
-// counted here.
-func endMargin(mostFor time.Duration) time.Duration {
-	return max(min(mostFor/10, 5*time.Second), 2*time.Millisecond)
 }
 
 // CheckHeld reports, without asking the store, whether the lock can still be

@@ -140,6 +140,27 @@ func (s *Store) prepareBatch(ctx context.Context) (*batchPrepared, error) {
 	return &batchPrepared{prepared: p, stmts: stmts}, nil
 }
 
+// batchOf returns the batch statements, and the JSON document of as that
+// each takes: a row of name, token and LockAtMostFor in microseconds each.
+func (s *Store) batchOf(ctx context.Context, as []sqlstore.BatchArgs) (*batchPrepared, string, error) {
+	bp, err := s.batch.Get(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	if bp.stmts == nil {
+		return nil, "", sqlstore.ErrNoBatch
+	}
+	rows := make([][3]any, len(as))
+	for i, a := range as {
+		rows[i] = [3]any{a.Name, a.Token, a.MostFor.Microseconds()}
+	}
+	doc, err := json.Marshal(rows)
+	if err != nil {
+		return nil, "", err
+	}
+	return bp, string(doc), nil
+}
+
 // AcquireBatch takes the rows of as with the upsert, then reads which it
 // took: two round trips, or one on MariaDB, whose upsert returns the rows. A
 // conflict that rolled the upsert back is sqlstore.ErrConflict (see
@@ -147,28 +168,19 @@ func (s *Store) prepareBatch(ctx context.Context) (*batchPrepared, error) {
 // the error is sqlstore.ErrUnread, and the engine releases the batch's
 // tokens.
 func (s *Store) AcquireBatch(ctx context.Context, as []sqlstore.BatchArgs) ([]sqlstore.Grant, error) {
-	bp, err := s.batch.Get(ctx)
+	bp, doc, err := s.batchOf(ctx, as)
 	if err != nil {
 		return nil, err
 	}
-	if bp.stmts == nil {
-		return nil, sqlstore.ErrNoBatch
-	}
-	rows := make([][3]any, len(as))
 	byToken := make(map[string]int, len(as))
 	for i, a := range as {
-		rows[i] = [3]any{a.Name, a.Token, a.MostFor.Microseconds()}
 		byToken[a.Token] = i
-	}
-	doc, err := json.Marshal(rows)
-	if err != nil {
-		return nil, err
 	}
 	var res *sql.Rows
 	if bp.returning {
-		res, err = bp.stmts[batchAcquire].QueryContext(ctx, string(doc))
-	} else if _, err = bp.stmts[batchAcquire].ExecContext(ctx, string(doc)); err == nil {
-		res, err = bp.stmts[batchOwned].QueryContext(ctx, string(doc))
+		res, err = bp.stmts[batchAcquire].QueryContext(ctx, doc)
+	} else if _, err = bp.stmts[batchAcquire].ExecContext(ctx, doc); err == nil {
+		res, err = bp.stmts[batchOwned].QueryContext(ctx, doc)
 		if err != nil {
 			return nil, fmt.Errorf("%w: read which locks the batch took: %w", sqlstore.ErrUnread, err)
 		}
@@ -268,26 +280,15 @@ func (s *Store) NameKeys(ctx context.Context, names []string) ([]string, []error
 // exist but that SELECT ... FOR UPDATE SKIP LOCKED skips. Two statements,
 // asked only after an upsert's lock wait ran out.
 func (s *Store) BusyRows(ctx context.Context, as []sqlstore.BatchArgs) ([]bool, error) {
-	bp, err := s.batch.Get(ctx)
+	bp, doc, err := s.batchOf(ctx, as)
 	if err != nil {
 		return nil, err
 	}
-	if bp.stmts == nil {
-		return nil, sqlstore.ErrNoBatch
-	}
-	rows := make([][3]any, len(as))
-	for i, a := range as {
-		rows[i] = [3]any{a.Name, a.Token, a.MostFor.Microseconds()}
-	}
-	doc, err := json.Marshal(rows)
-	if err != nil {
-		return nil, err
-	}
-	exist, err := s.ordinals(ctx, bp.batchTexts[batchExist], string(doc), len(as))
+	exist, err := s.ordinals(ctx, bp.batchTexts[batchExist], doc, len(as))
 	if err != nil {
 		return nil, fmt.Errorf("read which rows of the batch exist: %w", err)
 	}
-	free, err := s.ordinals(ctx, bp.batchTexts[batchFree], string(doc), len(as))
+	free, err := s.ordinals(ctx, bp.batchTexts[batchFree], doc, len(as))
 	if err != nil {
 		return nil, fmt.Errorf("read which rows of the batch no other transaction holds: %w", err)
 	}

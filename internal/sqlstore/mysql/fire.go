@@ -2,8 +2,6 @@ package mysql
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 
@@ -33,14 +31,7 @@ func fireTexts(fence bool) []string {
 // fireStmts returns the prepared statements, or the error that names the
 // migration when the table has no last_success column.
 func (s *Store) fireStmts(ctx context.Context) (*prepared, error) {
-	p, err := s.setup.Get(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if p.fire == nil {
-		return nil, sqlstore.NoLastSuccess(s.tableName, "mysql")
-	}
-	return p, nil
+	return sqlstore.FireReady(ctx, s.setup, func(p *prepared) bool { return p.fire != nil }, s.tableName, "mysql")
 }
 
 // AddRow makes the name's row, free, if it has none.
@@ -102,12 +93,5 @@ func (s *Store) LastFire(ctx context.Context, name any) (int64, bool, error) {
 	if err != nil {
 		return 0, false, err
 	}
-	var v sql.NullInt64
-	switch err := p.fire[fireLast].QueryRowContext(ctx, name).Scan(&v); {
-	case errors.Is(err, sql.ErrNoRows):
-		return 0, false, nil
-	case err != nil:
-		return 0, false, err
-	}
-	return v.Int64, v.Valid, nil
+	return sqlstore.ScanFire(p.fire[fireLast].QueryRowContext(ctx, name))
 }

@@ -4,9 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/shedlock-go/shedlock/internal/lockerr"
 	"github.com/shedlock-go/shedlock/internal/sqlstore"
@@ -55,76 +53,29 @@ func splitTable(table string) (schema any, name string) {
 // inspectTable reads the lock table's columns and refuses a table that would
 // break exclusion: lock times cut to the second, or columns of another kind.
 func inspectTable(ctx context.Context, db *sql.DB, table string) (*tableInfo, error) {
+	cols := sqlstore.Columns[column]{Table: table, Dir: "mysql", Kind: func(c column) string { return c.dataType }}
 	schema, name := splitTable(table)
-	rows, err := db.QueryContext(ctx, columnsQuery, schema, name)
-	if err != nil {
-		return nil, fmt.Errorf("shedlock: read the columns of table %s: %w", table, err)
-	}
-	defer rows.Close()
-	cols := map[string]column{}
-	for rows.Next() {
-		var c column
-		var charset, collation sql.NullString // NULL, not '', under sql_mode EMPTY_STRING_IS_NULL
-		if err := rows.Scan(&c.name, &c.dataType, &c.length, &charset, &collation, &c.precision); err != nil {
-			return nil, fmt.Errorf("shedlock: read the columns of table %s: %w", table, err)
-		}
-		c.charset, c.collation = charset.String, collation.String
-		cols[c.name] = c
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("shedlock: read the columns of table %s: %w", table, err)
-	}
-	if len(cols) == 0 {
-		return nil, sqlstore.MissingTable("mysql", table, " in the connection's database")
+	if err := cols.ReadColumns(ctx, db, " in the connection's database", scanColumn, columnsQuery, schema, name); err != nil {
+		return nil, err
 	}
 	t := &tableInfo{display: table}
-	for _, c := range []struct {
-		dst   *column
-		name  string
-		kinds []string
-	}{
-		{&t.name, "name", []string{"varchar", "char"}},
-		{&t.lockUntil, "lock_until", []string{"timestamp", "datetime"}},
-		{&t.lockedAt, "locked_at", []string{"timestamp", "datetime"}},
-		{&t.lockedBy, "locked_by", []string{"varchar", "char"}},
-	} {
-		col, ok := cols[c.name]
-		if !ok {
-			return nil, fmt.Errorf("%w: table %s has no column %s: create it with the DDL of migrations/mysql",
-				lockerr.UnsafeStore, table, c.name)
-		}
-		if !slices.Contains(c.kinds, col.dataType) {
-			return nil, fmt.Errorf("%w: table %s: column %s is %s, want one of %s", lockerr.UnsafeStore, table,
-				c.name, strings.ToUpper(col.dataType), strings.ToUpper(strings.Join(c.kinds, ", ")))
-		}
-		*c.dst = col
+	err := cols.Require([]sqlstore.Required[column]{
+		{Dst: &t.name, Name: "name", Kinds: []string{"varchar", "char"}},
+		{Dst: &t.lockUntil, Name: "lock_until", Kinds: []string{"timestamp", "datetime"}},
+		{Dst: &t.lockedAt, Name: "locked_at", Kinds: []string{"timestamp", "datetime"}},
+		{Dst: &t.lockedBy, Name: "locked_by", Kinds: []string{"varchar", "char"}},
+	}, func(c column, kinds []string) error {
+		return fmt.Errorf("%w: table %s: column %s is %s, want one of %s", lockerr.UnsafeStore, table,
+			c.name, strings.ToUpper(c.dataType), strings.ToUpper(strings.Join(kinds, ", ")))
+	})
+	if err != nil {
+		return nil, err
 	}
-	if c, ok := cols["fence"]; ok {
-		if c.dataType != "bigint" {
-			return nil, fmt.Errorf("%w: table %s: column %s, want BIGINT, as migration 0002 adds it: fencing "+
-				"tokens are microseconds since 1970", lockerr.UnsafeStore, table, c)
-		}
-		t.fence = true
+	if t.fence, t.lastSuccess, err = cols.Later("bigint", "BIGINT"); err != nil {
+		return nil, err
 	}
-	if c, ok := cols["last_success"]; ok {
-		if c.dataType != "bigint" {
-			return nil, fmt.Errorf("%w: table %s: column %s, want BIGINT, as migration 0003 adds it: fire "+
-				"times are milliseconds since 1970", lockerr.UnsafeStore, table, c)
-		}
-		t.lastSuccess = true
-	}
-	for _, c := range []column{t.lockUntil, t.lockedAt} {
-		if c.precision < 3 {
-			return nil, fmt.Errorf("%w: table %s: column %s keeps whole seconds, so every lock would end up to "+
-				"a second early; keep milliseconds: ALTER TABLE %s MODIFY %s %s(3) NOT NULL",
-				lockerr.UnsafeStore, table, c, table, c.name, strings.ToUpper(c.dataType))
-		}
-	}
-	for _, c := range []column{t.name, t.lockedBy} {
-		if !sqlstore.IsIdentifier(c.charset) || !sqlstore.IsIdentifier(c.collation) {
-			return nil, fmt.Errorf("%w: table %s: column %s has character set %q and collation %q, "+
-				"which this provider cannot name in SQL", lockerr.UnsafeStore, table, c.name, c.charset, c.collation)
-		}
+	if err := t.checkKinds(); err != nil {
+		return nil, err
 	}
 	err = db.QueryRowContext(ctx, fmt.Sprintf("SELECT CONVERT('a' USING %[1]s) COLLATE %[2]s = CONVERT('a ' USING %[1]s) COLLATE %[2]s",
 		t.name.charset, t.name.collation)).Scan(&t.padSpace)
@@ -132,6 +83,35 @@ func inspectTable(ctx context.Context, db *sql.DB, table string) (*tableInfo, er
 		return nil, fmt.Errorf("shedlock: read the name column's collation: %w", err)
 	}
 	return t, nil
+}
+
+// scanColumn reads one row of columnsQuery.
+func scanColumn(rows *sql.Rows) (string, column, error) {
+	var c column
+	var charset, collation sql.NullString // NULL, not '', under sql_mode EMPTY_STRING_IS_NULL
+	err := rows.Scan(&c.name, &c.dataType, &c.length, &charset, &collation, &c.precision)
+	c.charset, c.collation = charset.String, collation.String
+	return c.name, c, err
+}
+
+// checkKinds refuses time columns that keep whole seconds, and text columns
+// whose character set or collation cannot be named in SQL.
+func (t *tableInfo) checkKinds() error {
+	table := t.display
+	for _, c := range []column{t.lockUntil, t.lockedAt} {
+		if c.precision < 3 {
+			return fmt.Errorf("%w: table %s: column %s keeps whole seconds, so every lock would end up to "+
+				"a second early; keep milliseconds: ALTER TABLE %s MODIFY %s %s(3) NOT NULL",
+				lockerr.UnsafeStore, table, c, table, c.name, strings.ToUpper(c.dataType))
+		}
+	}
+	for _, c := range []column{t.name, t.lockedBy} {
+		if !sqlstore.IsIdentifier(c.charset) || !sqlstore.IsIdentifier(c.collation) {
+			return fmt.Errorf("%w: table %s: column %s has character set %q and collation %q, "+
+				"which this provider cannot name in SQL", lockerr.UnsafeStore, table, c.name, c.charset, c.collation)
+		}
+	}
+	return nil
 }
 
 // exactIn is a SQL test, taking the value twice, that col stores the value as
@@ -163,11 +143,9 @@ func (t *tableInfo) nameCheckOf(v string) string {
 // checkLockedBy refuses a locked_by column that cannot store this provider's
 // tokens exactly: a cut or changed token could match another provider's.
 func (t *tableInfo) checkLockedBy(ctx context.Context, db *sql.DB, lockedBy string) error {
-	longest := lockedBy + ".18446744073709551615"
-	if n := utf8.RuneCountInString(longest); n > t.lockedBy.length {
-		return fmt.Errorf("%w: table %s: column %s is too short for this provider's owner %q (%d characters "+
-			"with the acquisition number); widen it to VARCHAR(255) or give a shorter WithLockedBy",
-			lockerr.UnsafeStore, t.display, t.lockedBy, lockedBy, n)
+	longest, err := sqlstore.TokenFits(t.display, t.lockedBy, lockedBy, t.lockedBy.length, "VARCHAR(255)")
+	if err != nil {
+		return err
 	}
 	var exact bool
 	if err := db.QueryRowContext(ctx, "SELECT "+exactIn(t.lockedBy), longest, longest).Scan(&exact); err != nil {

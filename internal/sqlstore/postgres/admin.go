@@ -9,10 +9,7 @@ import (
 )
 
 // Ready runs the first-use checks, once they pass.
-func (s *Store) Ready(ctx context.Context) error {
-	_, err := s.setup.Get(ctx)
-	return err
-}
+func (s *Store) Ready(ctx context.Context) error { return s.setup.Ready(ctx) }
 
 // sqlOf names the table and "now" in the type of its time columns.
 func (s *Store) sqlOf(ctx context.Context, stmt string) (string, error) {

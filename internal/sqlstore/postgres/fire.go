@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"time"
 
 	"github.com/shedlock-go/shedlock/internal/sqlstore"
@@ -14,14 +13,7 @@ var _ sqlstore.FireStore = (*Store)(nil)
 // fire returns the first use's statements, or the error that names the
 // migration when the table has no last_success column.
 func (s *Store) fire(ctx context.Context) (*prepared, error) {
-	p, err := s.setup.Get(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if !p.tbl.lastSuccess {
-		return nil, sqlstore.NoLastSuccess(s.Table(), "postgres")
-	}
-	return p, nil
+	return sqlstore.FireReady(ctx, s.setup, func(p *prepared) bool { return p.tbl.lastSuccess }, s.Table(), "postgres")
 }
 
 func (p *prepared) fireRow(ctx context.Context, db *sql.DB, which int, args ...any) *sql.Row {
@@ -79,12 +71,5 @@ func (s *Store) LastFire(ctx context.Context, name any) (int64, bool, error) {
 	if err != nil {
 		return 0, false, err
 	}
-	var v sql.NullInt64
-	switch err := p.fireRow(ctx, s.db, pgFireLast, name).Scan(&v); {
-	case errors.Is(err, sql.ErrNoRows):
-		return 0, false, nil
-	case err != nil:
-		return 0, false, err
-	}
-	return v.Int64, v.Valid, nil
+	return sqlstore.ScanFire(p.fireRow(ctx, s.db, pgFireLast, name))
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -94,83 +93,64 @@ func (t *tableInfo) millis() bool {
 // would break exclusion: lock times cut to the second, time columns of two
 // kinds, or columns of another kind.
 func inspectTable(ctx context.Context, db *sql.DB, table, encoding string) (*tableInfo, error) {
-	rows, err := db.QueryContext(ctx, columnsSQL, table)
-	if err != nil {
-		return nil, fmt.Errorf("shedlock: read the columns of table %s: %w", table, err)
-	}
-	defer rows.Close()
-	cols := map[string]column{}
-	for rows.Next() {
-		var c column
-		if err := rows.Scan(&c.name, &c.typ, &c.typmod, &c.display, &c.deterministic, &c.collation, &c.qualifiedCollation); err != nil {
-			return nil, fmt.Errorf("shedlock: read the columns of table %s: %w", table, err)
-		}
-		cols[c.name] = c
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("shedlock: read the columns of table %s: %w", table, err)
-	}
-	if len(cols) == 0 {
-		return nil, sqlstore.MissingTable("postgres", table, " (or is not on the search_path)")
+	cols := sqlstore.Columns[column]{Table: table, Dir: "postgres", Kind: func(c column) string { return c.typ }}
+	if err := cols.ReadColumns(ctx, db, " (or is not on the search_path)", scanColumn, columnsSQL, table); err != nil {
+		return nil, err
 	}
 	t := &tableInfo{display: table, encoding: encoding}
-	for _, c := range []struct {
-		dst   *column
-		name  string
-		kinds []string
-	}{
-		{&t.name, "name", []string{"varchar", "bpchar", "text"}},
-		{&t.lockUntil, "lock_until", []string{"timestamp", "timestamptz"}},
-		{&t.lockedAt, "locked_at", []string{"timestamp", "timestamptz"}},
-		{&t.lockedBy, "locked_by", []string{"varchar", "bpchar", "text"}},
-	} {
-		col, ok := cols[c.name]
-		if !ok {
-			return nil, fmt.Errorf("%w: table %s has no column %s: create it with the DDL of migrations/postgres",
-				lockerr.UnsafeStore, table, c.name)
-		}
-		if !slices.Contains(c.kinds, col.typ) {
-			return nil, fmt.Errorf("%w: table %s: column %s, want one of %s", lockerr.UnsafeStore, table,
-				col, strings.Join(c.kinds, ", "))
-		}
-		*c.dst = col
+	err := cols.Require([]sqlstore.Required[column]{
+		{Dst: &t.name, Name: "name", Kinds: []string{"varchar", "bpchar", "text"}},
+		{Dst: &t.lockUntil, Name: "lock_until", Kinds: []string{"timestamp", "timestamptz"}},
+		{Dst: &t.lockedAt, Name: "locked_at", Kinds: []string{"timestamp", "timestamptz"}},
+		{Dst: &t.lockedBy, Name: "locked_by", Kinds: []string{"varchar", "bpchar", "text"}},
+	}, func(c column, kinds []string) error {
+		return fmt.Errorf("%w: table %s: column %s, want one of %s", lockerr.UnsafeStore, table,
+			c, strings.Join(kinds, ", "))
+	})
+	if err != nil {
+		return nil, err
 	}
-	if c, ok := cols["fence"]; ok {
-		if c.typ != "int8" {
-			return nil, fmt.Errorf("%w: table %s: column %s, want bigint, as migration 0002 adds it: fencing "+
-				"tokens are microseconds since 1970", lockerr.UnsafeStore, table, c)
-		}
-		t.fence = true
+	if t.fence, t.lastSuccess, err = cols.Later("int8", "bigint"); err != nil {
+		return nil, err
 	}
-	if c, ok := cols["last_success"]; ok {
-		if c.typ != "int8" {
-			return nil, fmt.Errorf("%w: table %s: column %s, want bigint, as migration 0003 adds it: fire "+
-				"times are milliseconds since 1970", lockerr.UnsafeStore, table, c)
-		}
-		t.lastSuccess = true
+	if err := t.checkTimes(); err != nil {
+		return nil, err
 	}
+	return t, nil
+}
+
+// scanColumn reads one row of columnsSQL.
+func scanColumn(rows *sql.Rows) (string, column, error) {
+	var c column
+	err := rows.Scan(&c.name, &c.typ, &c.typmod, &c.display, &c.deterministic, &c.collation, &c.qualifiedCollation)
+	return c.name, c, err
+}
+
+// checkTimes refuses time columns of two kinds, or that keep fewer than
+// milliseconds.
+func (t *tableInfo) checkTimes() error {
+	table := t.display
 	if t.lockUntil.typ != t.lockedAt.typ {
-		return nil, fmt.Errorf("%w: table %s: columns %s and %s differ; make both timestamp, as Java ShedLock's "+
+		return fmt.Errorf("%w: table %s: columns %s and %s differ; make both timestamp, as Java ShedLock's "+
 			"table has them, or both timestamptz", lockerr.UnsafeStore, table, t.lockUntil, t.lockedAt)
 	}
 	for _, c := range []column{t.lockUntil, t.lockedAt} {
 		if c.precision() < 3 {
-			return nil, fmt.Errorf("%w: table %s: column %s keeps fewer than 3 fractional digits, so lock times "+
+			return fmt.Errorf("%w: table %s: column %s keeps fewer than 3 fractional digits, so lock times "+
 				"would be rounded by up to half a second and a lock could end that much early; keep microseconds: ALTER TABLE %s ALTER COLUMN %s TYPE %s",
 				lockerr.UnsafeStore, table, c, table, c.name, c.typ)
 		}
 	}
-	return t, nil
+	return nil
 }
 
 // checkLockedBy refuses a locked_by column that cannot store this provider's
 // tokens exactly: a cut token could match another acquisition's.
 func (t *tableInfo) checkLockedBy(lockedBy string) error {
-	longest := lockedBy + ".18446744073709551615"
-	if n, max := utf8.RuneCountInString(longest), t.lockedBy.maxChars(); max > 0 && n > max {
-		return fmt.Errorf("%w: table %s: column %s is too short for this provider's owner %q (%d characters "+
-			"with the acquisition number); widen it to varchar(255) or give a shorter WithLockedBy",
-			lockerr.UnsafeStore, t.display, t.lockedBy, lockedBy, n)
+	if max := t.lockedBy.maxChars(); max > 0 { // 0: text, or varchar without a length
+		if _, err := sqlstore.TokenFits(t.display, t.lockedBy, lockedBy, max, "varchar(255)"); err != nil {
+			return err
+		}
 	}
 	if why := t.unstorable(lockedBy); why != "" {
 		return fmt.Errorf("%w: table %s: column %s cannot store this provider's owner %q: %s; give a "+

@@ -8,10 +8,7 @@ import (
 )
 
 // Ready runs the first-use checks, once they pass.
-func (s *Store) Ready(ctx context.Context) error {
-	_, err := s.setup.Get(ctx)
-	return err
-}
+func (s *Store) Ready(ctx context.Context) error { return s.setup.Ready(ctx) }
 
 // Probe runs a statement that needs the table and a writable database, and
 // changes nothing.

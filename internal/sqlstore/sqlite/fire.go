@@ -2,8 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"time"
 
 	"github.com/shedlock-go/shedlock/internal/sqlstore"
@@ -32,14 +30,7 @@ func fireTexts(fence bool) []string {
 // fireStmts returns CatchUp's statements, or the error that names the
 // migration when the table has no last_success column.
 func (s *Store) fireStmts(ctx context.Context) (*prepared, error) {
-	p, err := s.setup.Get(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if p.fire == nil {
-		return nil, sqlstore.NoLastSuccess(s.tableName, "sqlite")
-	}
-	return p, nil
+	return sqlstore.FireReady(ctx, s.setup, func(p *prepared) bool { return p.fire != nil }, s.tableName, "sqlite")
 }
 
 // AddRow makes the name's row, free, if it has none.
@@ -59,20 +50,10 @@ func (s *Store) AcquireFire(ctx context.Context, a sqlstore.Args, mostFor time.D
 	if err != nil {
 		return sqlstore.Grant{}, err
 	}
-	st := p.fire[fireUpdate]
 	if !p.fence {
-		ok, err := sqlstore.Changed(st.ExecContext(ctx, mostFor.Milliseconds(), a.Token, a.Name, fire))
-		return sqlstore.Grant{OK: ok}, err
+		return grant(ctx, p.fire[fireUpdate], false, mostFor.Milliseconds(), a.Token, a.Name, fire)
 	}
-	var g sqlstore.Grant
-	switch err := st.QueryRowContext(ctx, mostFor.Milliseconds(), a.Token, hostMicros(), a.Name, fire).Scan(&g.Fence); {
-	case errors.Is(err, sql.ErrNoRows):
-		return sqlstore.Grant{}, nil
-	case err != nil:
-		return sqlstore.Grant{}, err
-	}
-	g.OK = true
-	return g, nil
+	return grant(ctx, p.fire[fireUpdate], true, mostFor.Milliseconds(), a.Token, hostMicros(), a.Name, fire)
 }
 
 // ReleaseFire ends the token's lock, keeping it until leastFor after it was
@@ -91,12 +72,5 @@ func (s *Store) LastFire(ctx context.Context, name any) (int64, bool, error) {
 	if err != nil {
 		return 0, false, err
 	}
-	var v sql.NullInt64
-	switch err := p.fire[fireLast].QueryRowContext(ctx, name).Scan(&v); {
-	case errors.Is(err, sql.ErrNoRows):
-		return 0, false, nil
-	case err != nil:
-		return 0, false, err
-	}
-	return v.Int64, v.Valid, nil
+	return sqlstore.ScanFire(p.fire[fireLast].QueryRowContext(ctx, name))
 }

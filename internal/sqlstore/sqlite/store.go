@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/shedlock-go/shedlock/internal/lockerr"
 	"github.com/shedlock-go/shedlock/internal/sqlstore"
 )
 
@@ -72,35 +71,9 @@ func (s *Store) Table() string { return s.tableName }
 // prepare checks the table's columns, warns about a pool not set up for several
 // processes, and prepares the statements.
 func (s *Store) prepare(ctx context.Context) (*prepared, error) {
-	table := s.tableName
-	if _, t, ok := strings.Cut(table, "."); ok {
-		table = t // pragma_table_info takes the schema as a second argument; the main one is usual
-	}
-	rows, err := s.db.QueryContext(ctx, columnsSQL, table)
+	have, err := s.columns(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("shedlock: read the columns of table %s: %w", s.tableName, err)
-	}
-	have := map[string]bool{}
-	for rows.Next() {
-		var name string
-		if err := rows.Scan(&name); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("shedlock: read the columns of table %s: %w", s.tableName, err)
-		}
-		have[strings.ToLower(name)] = true
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("shedlock: read the columns of table %s: %w", s.tableName, err)
-	}
-	if len(have) == 0 {
-		return nil, sqlstore.MissingTable("sqlite", s.tableName, "")
-	}
-	for _, c := range []string{"name", "lock_until", "locked_at", "locked_by"} {
-		if !have[c] {
-			return nil, fmt.Errorf("%w: table %s has no column %s: create it with the DDL of migrations/sqlite",
-				lockerr.UnsafeStore, s.tableName, c)
-		}
+		return nil, err
 	}
 	s.warnUnlessShared(ctx)
 	returning, err := s.hasReturning(ctx)
@@ -116,26 +89,53 @@ func (s *Store) prepare(ctx context.Context) (*prepared, error) {
 	if fence {
 		insert, update = fencedInsertSQL, fencedUpdateSQL
 	}
-	texts := []string{s.sqlOf(insert), s.sqlOf(update), s.sqlOf(releaseSQL), s.sqlOf(extendSQL)}
+	texts := []string{insert, update, releaseSQL, extendSQL}
 	if returning {
-		texts = append(texts, s.sqlOf(batchText(fence)))
+		texts = append(texts, batchText(fence))
 	}
-	stmts, err := sqlstore.Prepare(ctx, s.db, s.table, texts...)
+	stmts, err := s.prepareAll(ctx, texts)
 	if err != nil {
 		return nil, err
 	}
 	pr := &prepared{stmts: stmts, fence: fence, batch: returning}
 	if have[sqlstore.LastSuccessColumn] {
-		texts := fireTexts(fence)
-		for i, t := range texts {
-			texts[i] = s.sqlOf(t)
-		}
-		if pr.fire, err = sqlstore.Prepare(ctx, s.db, s.table, texts...); err != nil {
+		if pr.fire, err = s.prepareAll(ctx, fireTexts(fence)); err != nil {
 			_ = stmts.Close()
 			return nil, err
 		}
 	}
 	return pr, nil
+}
+
+// columns reads which columns the table has, by lower-case name, and refuses
+// a table without those of every lock table.
+func (s *Store) columns(ctx context.Context) (map[string]bool, error) {
+	table := s.tableName
+	if _, t, ok := strings.Cut(table, "."); ok {
+		table = t // pragma_table_info takes the schema as a second argument; the main one is usual
+	}
+	cols := sqlstore.Columns[bool]{Table: s.tableName, Dir: "sqlite"}
+	scan := func(rows *sql.Rows) (string, bool, error) {
+		var name string
+		err := rows.Scan(&name)
+		return strings.ToLower(name), true, err
+	}
+	if err := cols.ReadColumns(ctx, s.db, "", scan, columnsSQL, table); err != nil {
+		return nil, err
+	}
+	err := cols.Require([]sqlstore.Required[bool]{{Name: "name"}, {Name: "lock_until"}, {Name: "locked_at"}, {Name: "locked_by"}}, nil)
+	if err != nil {
+		return nil, err
+	}
+	return cols.ByName, nil
+}
+
+// prepareAll prepares texts on the table.
+func (s *Store) prepareAll(ctx context.Context, texts []string) (sqlstore.Prepared, error) {
+	for i, t := range texts {
+		texts[i] = s.sqlOf(t)
+	}
+	return sqlstore.Prepare(ctx, s.db, s.table, texts...)
 }
 
 // hasReturning reports whether SQLite has RETURNING (3.35), which fencing
@@ -186,12 +186,19 @@ func (s *Store) acquire(ctx context.Context, which int, args func(fence bool) []
 	if err != nil {
 		return sqlstore.Grant{}, err
 	}
-	if !p.fence {
-		ok, err := sqlstore.Changed(p.stmts[which].ExecContext(ctx, args(false)...))
+	return grant(ctx, p.stmts[which], p.fence, args(p.fence)...)
+}
+
+// grant runs st, an acquiring statement: with the fence column (fence), it
+// returns the token, the proof that it took the row; without, its count of
+// rows changed is.
+func grant(ctx context.Context, st *sql.Stmt, fence bool, args ...any) (sqlstore.Grant, error) {
+	if !fence {
+		ok, err := sqlstore.Changed(st.ExecContext(ctx, args...))
 		return sqlstore.Grant{OK: ok}, err
 	}
 	var g sqlstore.Grant
-	switch err := p.stmts[which].QueryRowContext(ctx, args(true)...).Scan(&g.Fence); {
+	switch err := st.QueryRowContext(ctx, args...).Scan(&g.Fence); {
 	case errors.Is(err, sql.ErrNoRows):
 		return sqlstore.Grant{}, nil
 	case err != nil:

@@ -1,0 +1,184 @@
+package browser
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/shedlock-go/shedlock"
+)
+
+// The dashboard in a real browser, against five pod processes sharing one
+// SQLite lock table: the page shows every pod's locks and follows them
+// without a reload (a pod killed: its lock shown free); a pause clicked on
+// the page stops the job on every pod, and resume restarts it; run-now runs
+// the job once; an action without the operator's session, and a POST from
+// another site, are refused and change nothing. It ends with a screenshot.
+func TestBrowserDashboard(t *testing.T) {
+	dir := t.TempDir()
+	dsn := "file:" + filepath.Join(dir, "locks.db") + "?" + shedlock.SQLiteDSNParams
+	runsDir := filepath.Join(dir, "runs")
+	require.NoError(t, os.Mkdir(runsDir, 0o755))
+	d := startDashboard(t, dsn)
+	pods := startPods(t, 5, dsn, runsDir)
+	ctx := browser(t)
+	require.NoError(t, d.login(ctx))
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(d.url), chromedp.WaitVisible(chromedp.CSS(`#live`))))
+	// A marker that a reload would lose, and a record of what the
+	// Content-Security-Policy refuses: nothing the page does itself.
+	_, err := eval[string](ctx, `window.__firstLoad = 'still'; window.__refused = [];
+		document.addEventListener('securitypolicyviolation', e => window.__refused.push(e.violatedDirective + ' ' + e.blockedURI));
+		'set'`)
+	require.NoError(t, err)
+
+	seesPods(t, ctx, pods)
+	live := pods[:4]
+	pauseAndResume(t, ctx, d, runsDir, live)
+	runNowOnce(t, ctx, d, runsDir, live)
+	marker, err := eval[string](ctx, `window.__firstLoad`)
+	require.NoError(t, err)
+	assert.Equal(t, "still", marker, "every change above came without a reload")
+	refused, err := eval[[]string](ctx, `window.__refused`)
+	require.NoError(t, err)
+	assert.Empty(t, refused, "the page's own updates broke its Content-Security-Policy")
+
+	unauthorized(t, ctx, d, runsDir, live)
+	crossSite(t, ctx, d, runsDir, live)
+	screenshot(t, ctx, d)
+}
+
+// seesPods: each pod's own lock held by that pod, tick held in turn by
+// several, and a pod killed shown by its lock going free.
+func seesPods(t *testing.T, ctx context.Context, pods []*pod) {
+	waitRows(t, ctx, "each pod's lock held by it", func(rows map[string]row) bool {
+		for _, p := range pods {
+			if r := rows[p.name]; !r.Held || !strings.HasPrefix(r.Holder, p.name+"#") {
+				return false
+			}
+		}
+		return true
+	})
+	holders := map[string]bool{}
+	waitRows(t, ctx, "tick taken by several pods", func(rows map[string]row) bool {
+		holders[strings.SplitN(rows["tick"].Holder, "#", 2)[0]] = true
+		return len(holders) >= 3
+	})
+	pods[4].kill()
+	waitRows(t, ctx, "the killed pod's lock free", func(rows map[string]row) bool { return !rows[pods[4].name].Held })
+	updates, err := eval[string](ctx, `document.body.dataset.updates`)
+	require.NoError(t, err)
+	t.Logf("the page followed the pods with %s updates, tick held in turn by %d pods", updates, len(holders))
+}
+
+// pauseAndResume: Pause on tick's row, then no tick runs on any pod while
+// they keep running their own jobs; Resume, and tick runs again.
+func pauseAndResume(t *testing.T, ctx context.Context, d dashboard, runsDir string, live []*pod) {
+	click(t, ctx, "tick", "pause")
+	waitRows(t, ctx, "tick paused", func(rows map[string]row) bool { return rows["tick"].Paused })
+	assert.Contains(t, flash(ctx), `paused "tick" until resumed`)
+	c := d.control(t, "tick")
+	require.True(t, c.Paused, "the store keeps the pause")
+	assert.True(t, c.PausedUntil.IsZero())
+	paused := time.Now()
+	// A run that began before the pause may still hold tick: the runs that
+	// count are those begun after the page showed the pause.
+	aliveSince(t, runsDir, live, paused)
+	aliveSince(t, runsDir, live, time.Now())
+	assert.Zero(t, total(runsSince(t, runsDir, "tick", paused)), "tick runs while paused: %v", runsSince(t, runsDir, "tick", paused))
+
+	click(t, ctx, "tick", "resume")
+	waitRows(t, ctx, "tick resumed", func(rows map[string]row) bool { return !rows["tick"].Paused })
+	resumed := time.Now()
+	waitFor(t, "tick running again", func() bool { return total(runsSince(t, runsDir, "tick", resumed)) >= 3 })
+	assert.False(t, d.control(t, "tick").Paused)
+}
+
+// runNowOnce: Run now on report's row runs it once, on one pod, and the
+// request is used up.
+func runNowOnce(t *testing.T, ctx context.Context, d dashboard, runsDir string, live []*pod) {
+	start := time.Time{}
+	require.Zero(t, total(runsSince(t, runsDir, "report", start)), "report runs only when asked")
+	click(t, ctx, "report", "run")
+	waitFor(t, "report run", func() bool { return total(runsSince(t, runsDir, "report", start)) > 0 })
+	assert.Contains(t, flash(ctx), `asked for a run of "report" (1 pending)`)
+	waitRows(t, ctx, "no run-now pending", func(rows map[string]row) bool { return rows["report"].Pending == "" })
+	aliveSince(t, runsDir, live, time.Now())
+	runs := runsSince(t, runsDir, "report", start)
+	assert.Equal(t, 1, total(runs), "one run-now, one run: %v", runs)
+	assert.Zero(t, d.control(t, "report").RunRequests)
+}
+
+// unauthorized: without the operator's session the page offers no action,
+// and a POST with the page's own token is refused; nothing changes.
+func unauthorized(t *testing.T, ctx context.Context, d dashboard, runsDir string, live []*pod) {
+	require.NoError(t, d.logout(ctx))
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(d.url), chromedp.WaitVisible(chromedp.CSS(`#live`))))
+	rows := waitRows(t, ctx, "the locks", func(rows map[string]row) bool { return len(rows) > 0 })
+	for _, r := range rows {
+		assert.Zero(t, r.Actions, "actions offered without a session: %s", r.Name)
+	}
+	answer, err := eval[string](ctx, `fetch('api/run', {method: 'POST',
+		headers: {'X-CSRF-Token': document.querySelector('meta[name="csrf-token"]').content, 'Accept': 'application/json'},
+		body: new URLSearchParams({name: 'report'})}).then(r => r.json().then(j => r.status + ' ' + j.message))`)
+	require.NoError(t, err)
+	assert.Equal(t, "403 refused: not an operator", answer)
+	since := time.Now()
+	aliveSince(t, runsDir, live, since)
+	assert.Zero(t, d.control(t, "report").RunRequests)
+	assert.Zero(t, total(runsSince(t, runsDir, "report", since.Add(-time.Second))))
+}
+
+// crossSite: a page of another site posts a form to the dashboard, with the
+// operator's session in the browser and even the page's token: refused by
+// the cross-origin check, and tick is not paused.
+func crossSite(t *testing.T, ctx context.Context, d dashboard, runsDir string, live []*pod) {
+	require.NoError(t, d.login(ctx))
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(d.url), chromedp.WaitVisible(chromedp.CSS(`#live`))))
+	token, err := eval[string](ctx, `document.querySelector('meta[name="csrf-token"]').content`)
+	require.NoError(t, err)
+	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprintf(w, `<!doctype html><form id="f" method="post" action="%sapi/pause">
+<input name="name" value="tick"><input name="csrf_token" value="%s"></form>
+<script>document.getElementById('f').submit()</script>`, d.url, token)
+	}))
+	defer evil.Close()
+	// localhost and 127.0.0.1 are different sites to the browser.
+	evilURL := strings.Replace(evil.URL, "127.0.0.1", "localhost", 1)
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(evilURL)))
+	waitFor(t, "the dashboard's answer to the form", func() bool { return hasText(ctx, "cross-origin") })
+	where, err := eval[string](ctx, `location.href`)
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(where, d.url), "the form reached the dashboard: %s", where)
+	since := time.Now()
+	aliveSince(t, runsDir, live, since)
+	assert.False(t, d.control(t, "tick").Paused, "a cross-site POST paused tick")
+	assert.NotZero(t, total(runsSince(t, runsDir, "tick", since)))
+}
+
+// screenshot pauses report for an hour, through the page's "pause for",
+// and saves the page, as an operator sees it, for the README.
+func screenshot(t *testing.T, ctx context.Context, d dashboard) {
+	require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(1280, 900), chromedp.Navigate(d.url),
+		chromedp.WaitVisible(chromedp.CSS(`svg.timeline`)), chromedp.SetValue(chromedp.CSS(`#pause-for`), "1h")))
+	before := time.Now()
+	click(t, ctx, "report", "pause")
+	waitRows(t, ctx, "report paused", func(rows map[string]row) bool { return rows["report"].Paused })
+	c := d.control(t, "report")
+	assert.WithinRange(t, c.PausedUntil, before.Add(time.Hour-time.Second), time.Now().Add(time.Hour+time.Second))
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	require.NoError(t, err)
+	path := screenshotPath(t)
+	require.NoError(t, os.WriteFile(path, png, 0o644))
+	t.Logf("screenshot: %s (%d bytes)", path, len(png))
+}
