@@ -1,7 +1,7 @@
 GO ?= go
 export GO
 
-.PHONY: test check servers fmt demo bench bench-herd chaos chaos-etcd lint release-check oldest-go tidy
+.PHONY: test check servers fmt demo bench bench-herd chaos chaos-etcd kube kube-apiserver lint release-check oldest-go tidy
 
 ## test: what a contributor runs many times a day. The servers (or what to
 ## install), then, on a PostgreSQL cluster of the run's own: gofmt, and in every
@@ -9,15 +9,15 @@ export GO
 ## each benchmark once; not the slow tests that make check runs. A summary of
 ## passed, failed and skipped tests per module. A test skipped for want of a
 ## server fails the run unless SHEDLOCK_SKIP_STORES names its store (mysql,
-## postgres, redis, pgbouncer, galera, etcd). One module: scripts/test ./integration
+## postgres, redis, pgbouncer, galera, etcd, kubernetes). One module: scripts/test ./integration
 test:
 	scripts/test
 
 ## check: the slow checks, which CI runs after make test, one after another:
 ## the release check (release-check), the oldest-Go check (oldest-go), the tests
 ## make test leaves out (the short chaos on every store, the soak tests:
-## scripts/test lists them in SLOW), the long chaos run (chaos's second step) and
-## the etcd cluster's (chaos-etcd)
+## scripts/test lists them in SLOW), the long chaos run (chaos's second step),
+## the etcd cluster's (chaos-etcd) and the Kubernetes tests (kube)
 check:
 	scripts/test check
 
@@ -57,6 +57,16 @@ chaos:
 ## worker's connections are reset: 0 lost updates, 0 overlaps (make check runs it)
 chaos-etcd:
 	cd integration && $(GO) test -race -count=1 -run '^TestEtcdChaos$$' -v ./etcd -etcd.chaos=60s
+
+## kube: shedlockk8s on a real kube-apiserver (integration/k8s): conformance, RBAC,
+## chaos, client-go's elector beside shedlock.Leader. The first run builds
+## kube-apiserver from the module proxy (about 12 minutes of CPU), then it is cached
+kube:
+	scripts/test kube
+
+## kube-apiserver: build (unless cached) the kube-apiserver the Kubernetes tests run
+kube-apiserver:
+	cd internal/testkit && $(GO) run ./cmd/kube-apiserver-build
 
 ## release-check: a test release on a clone, installed from a file-based module proxy
 release-check:

@@ -5,10 +5,10 @@ ROOT_MODULE=github.com/shedlock-go/shedlock
 
 # PUBLISHED are the directories of the published modules, each after the
 # modules it requires: a release tidies and tags them in this order.
-PUBLISHED=(. shedlockredis shedlocketcd shedlockprom shedlockotel shedlockgocron shedlockhttp cmd/shedlock)
+PUBLISHED=(. shedlockredis shedlocketcd shedlockk8s shedlockprom shedlockotel shedlockgocron shedlockhttp cmd/shedlock)
 
 # LIBRARIES are the published modules a service imports (not the command).
-LIBRARIES=(. shedlockredis shedlocketcd shedlockprom shedlockotel shedlockgocron shedlockhttp)
+LIBRARIES=(. shedlockredis shedlocketcd shedlockk8s shedlockprom shedlockotel shedlockgocron shedlockhttp)
 
 # module_path DIR prints the path of the module in DIR.
 module_path() {
