@@ -25,13 +25,13 @@ type served struct {
 var servingRE = regexp.MustCompile(`on (http://[^/]+/): `)
 
 // startServe runs serve with args on a free port until the test stops it.
-func startServe(t *testing.T, s *standIn, args ...string) served {
+func startServe(t *testing.T, args ...string) served {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var out, errOut syncBuffer
 	done := make(chan int, 1)
 	go func() {
-		done <- runWith(ctx, s.opener(), append(args, "-addr", "127.0.0.1:0"), strings.NewReader(""), &out, &errOut)
+		done <- run(ctx, append(args, "-addr", "127.0.0.1:0"), strings.NewReader(""), &out, &errOut)
 	}()
 	deadline := time.Now().Add(20 * time.Second)
 	for !servingRE.MatchString(out.String()) {
@@ -88,10 +88,9 @@ var csrfRE = regexp.MustCompile(`<meta name="csrf-token" content="([^"]+)">`)
 // every action; interrupted, it ends with status 0.
 func TestServeReadOnly(t *testing.T) {
 	forEachTable(t, func(t *testing.T, tbl testTable) {
-		s := newStandIn()
 		p := tbl.pod(t)
 		take(t, p, shedlock.LockConfig{Name: "outboxPollJob", LockAtMostFor: time.Minute})
-		srv := startServe(t, s, tbl.args("serve")...)
+		srv := startServe(t, tbl.args("serve")...)
 		code, page, res := do(t, http.MethodGet, srv.url, nil, nil)
 		require.Equal(t, http.StatusOK, code, page)
 		assert.Contains(t, page, `<tr data-lock="outboxPollJob" class="held">`)
@@ -102,7 +101,7 @@ func TestServeReadOnly(t *testing.T) {
 			func(r *http.Request) { r.Header.Set("X-CSRF-Token", tok) })
 		assert.Equal(t, http.StatusForbidden, code)
 		assert.Contains(t, msg, "read-only")
-		assert.Zero(t, steered(t, s, tbl, "outboxPollJob").RunRequests)
+		assert.Zero(t, steered(t, tbl, "outboxPollJob").RunRequests)
 		r := srv.stop()
 		assert.Equal(t, 0, r.code, r.stderr)
 		assert.Contains(t, r.stdout, "read-only")
@@ -114,10 +113,9 @@ func TestServeReadOnly(t *testing.T) {
 // POST is refused even with the session, and logging out ends it.
 func TestServeToken(t *testing.T) {
 	forEachTable(t, func(t *testing.T, tbl testTable) {
-		s := newStandIn()
 		const token = "correct horse battery staple"
 		take(t, tbl.pod(t), shedlock.LockConfig{Name: "outboxPollJob", LockAtMostFor: time.Minute})
-		srv := startServe(t, s, tbl.args("serve", "-token", token)...)
+		srv := startServe(t, tbl.args("serve", "-token", token)...)
 		_, page, _ := do(t, http.MethodGet, srv.url, nil, nil)
 		assert.Contains(t, page, `href="login"`)
 		assert.NotContains(t, page, `action="api/run"`, "no actions offered before logging in")
@@ -137,10 +135,10 @@ func TestServeToken(t *testing.T) {
 		assert.Contains(t, msg, "log in first")
 		code, msg = run(func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+token+"x") })
 		assert.Equal(t, http.StatusForbidden, code, msg)
-		assert.Zero(t, steered(t, s, tbl, "outboxPollJob").RunRequests)
+		assert.Zero(t, steered(t, tbl, "outboxPollJob").RunRequests)
 		code, msg = run(func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+token) })
 		require.Equal(t, http.StatusOK, code, msg)
-		assert.EqualValues(t, 1, steered(t, s, tbl, "outboxPollJob").RunRequests)
+		assert.EqualValues(t, 1, steered(t, tbl, "outboxPollJob").RunRequests)
 
 		code, _, res := do(t, http.MethodPost, srv.url+"login", url.Values{"token": {"guess"}}, nil)
 		assert.Equal(t, http.StatusForbidden, code)
@@ -159,7 +157,7 @@ func TestServeToken(t *testing.T) {
 		require.Equal(t, http.StatusOK, code, msg)
 		code, msg = run(func(r *http.Request) { withSession(r); r.Header.Set("Sec-Fetch-Site", "cross-site") })
 		assert.Equal(t, http.StatusForbidden, code, msg)
-		assert.EqualValues(t, 2, steered(t, s, tbl, "outboxPollJob").RunRequests)
+		assert.EqualValues(t, 2, steered(t, tbl, "outboxPollJob").RunRequests)
 
 		code, _, res = do(t, http.MethodPost, srv.url+"logout", url.Values{}, withSession)
 		assert.Equal(t, http.StatusSeeOther, code)
@@ -172,7 +170,7 @@ func TestServeToken(t *testing.T) {
 // A token too short to be a secret is bad usage.
 func TestServeShortToken(t *testing.T) {
 	tbl := sqliteTable(t)
-	r := runSteered(newStandIn(), tbl.args("serve", "-token", "short")...)
+	r := runCLI(t, "", tbl.args("serve", "-token", "short")...)
 	assert.Equal(t, 2, r.code)
 	assert.Contains(t, r.stderr, "-token: at least 16 characters")
 }
