@@ -3,7 +3,6 @@ package browser
 import (
 	"context"
 	"crypto/rand"
-	"database/sql"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
+	"github.com/robfig/cron/v3"
 	"github.com/stretchr/testify/require"
 
 	"github.com/shedlock-go/shedlock"
@@ -47,7 +47,8 @@ func chromium(t *testing.T) string {
 }
 
 // browser starts headless Chromium with a profile of its own and the flags
-// that keep it off the network, which this machine does not have.
+// that keep it off the network, which this machine does not have. Its tabs
+// (tab) share it.
 func browser(t *testing.T) context.Context {
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(chromium(t)),
@@ -61,6 +62,10 @@ func browser(t *testing.T) context.Context {
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-dev-shm-usage", true),
+		// Tabs in the background go on updating their pages.
+		chromedp.Flag("disable-background-timer-throttling", true),
+		chromedp.Flag("disable-renderer-backgrounding", true),
+		chromedp.Flag("disable-backgrounding-occluded-windows", true),
 		chromedp.UserDataDir(t.TempDir()),
 		chromedp.WindowSize(1400, 1000),
 	}
@@ -68,6 +73,15 @@ func browser(t *testing.T) context.Context {
 	ctx, cancel := chromedp.NewContext(alloc)
 	t.Cleanup(func() { cancel(); cancelAlloc() })
 	require.NoError(t, chromedp.Do(ctx), "start chromium")
+	return ctx
+}
+
+// tab opens a tab of the browser in a browser context of its own (its own
+// cookies, as another user's browser would have), closed when t ends.
+func tab(t *testing.T, browser context.Context) context.Context {
+	ctx, cancel := chromedp.NewContext(browser, chromedp.WithNewBrowserContext())
+	t.Cleanup(cancel)
+	require.NoError(t, chromedp.Do(ctx), "open a tab")
 	return ctx
 }
 
@@ -131,13 +145,27 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// click clicks the button of action kind in the row of lock name.
+// click clicks the button of action kind in the row of lock name, once the
+// row is shown: the row is found and the button clicked in one step of the
+// page's script, between two of its live updates, since a key-value store
+// shows a lock that is not paused only while it is held, and the row can go
+// between two steps.
 func click(t *testing.T, ctx context.Context, name, kind string) {
 	t.Helper()
 	sel := fmt.Sprintf(`tr[data-lock=%q] form[data-kind=%q] button`, name, kind)
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	require.NoError(t, chromedp.Do(cctx, chromedp.Click(chromedp.CSS(sel))), "click %s", sel)
+	js := fmt.Sprintf(`(() => { const b = document.querySelector(%q); if (!b) { return false; } b.click(); return true; })()`, sel)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		clicked, err := eval[bool](ctx, js)
+		if err == nil && clicked {
+			return
+		}
+		if time.Now().After(deadline) {
+			page, _ := eval[string](ctx, `document.body ? document.body.innerText : ''`)
+			t.Fatalf("no button %s in 30 s (%v); the page:\n%s", sel, err, page)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // flash is the page's message about the last action.
@@ -152,28 +180,27 @@ func secret() string {
 	return hex.EncodeToString(b)
 }
 
-// dashboard is the process that mounts the dashboard: it runs a job and
+// dashboard is the process that mounts the dashboard: it runs jobs and
 // leads a group itself, as a service would, and serves the page.
 type dashboard struct {
 	url    string // the page
 	store  store
-	cookie string // the operator's session
+	cookie string        // the operator's session
+	report shedlock.Lock // report's lock, held by the dashboard until the test's run-now
 }
 
-func startDashboard(t *testing.T, dsn string) dashboard {
+// nightlyJob is a job of the dashboard's process on a schedule: the page
+// shows its next fire time.
+var nightlyJob = shedlock.LockConfig{Name: "nightly", LockAtMostFor: time.Minute}
+
+func startDashboard(t *testing.T, s podStore) dashboard {
 	ctx := context.Background()
-	db, err := sql.Open("sqlite", dsn)
+	st := openStore(t, s, "dashboard")
+	// report's lock, held: its row is on the page before its first run, on
+	// every store (a key-value store shows a lock only while it is held, or
+	// paused or asked to run), and a run-now waits for it.
+	report, err := st.TryLock(ctx, shedlock.LockConfig{Name: reportJob.Name, LockAtMostFor: 2 * time.Minute})
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = db.Close() })
-	p, err := shedlock.NewSQLiteProvider(db, shedlock.WithLockedBy("dashboard"))
-	require.NoError(t, err)
-	require.NoError(t, p.EnsureTable(ctx))
-	st, err := controlled(ctx, db, p)
-	require.NoError(t, err)
-	// report's row, so that the page offers run-now for it before its first run.
-	l, err := st.TryLock(ctx, reportJob)
-	require.NoError(t, err)
-	require.NoError(t, l.Unlock(ctx))
 
 	rec := shedlockhttp.NewRecorder()
 	ex := shedlock.NewExecutor(st, shedlock.WithListener(rec))
@@ -185,6 +212,10 @@ func startDashboard(t *testing.T, dsn string) dashboard {
 			}
 			return nil
 		}))
+	c := cron.New(cron.WithSeconds(), cron.WithLocation(time.UTC))
+	_, err = ex.Schedule(c, "0 0 3 * * *", nightlyJob, func(context.Context) error { return nil })
+	require.NoError(t, err)
+	c.Start()
 	ex.Start()
 	leader, err := shedlock.NewLeader(st, "leader-group", 3*time.Second, shedlock.WithLeaderListener(rec))
 	require.NoError(t, err)
@@ -192,12 +223,14 @@ func startDashboard(t *testing.T, dsn string) dashboard {
 	t.Cleanup(func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
+		<-c.Stop().Done()
 		_ = leader.Stop(sctx)
 		_ = ex.Stop(sctx)
 	})
 
 	cookie := secret()
-	h := shedlockhttp.NewHandler(st, shedlockhttp.WithRecorder(rec), shedlockhttp.WithRefresh(300*time.Millisecond),
+	h := shedlockhttp.NewHandler(st, shedlockhttp.WithRecorder(rec), shedlockhttp.WithJobs(ex),
+		shedlockhttp.WithRefresh(300*time.Millisecond),
 		shedlockhttp.WithLeaders("leader-group"), shedlockhttp.WithTitle("orders service"),
 		shedlockhttp.WithAuthorize(func(r *http.Request, _ shedlockhttp.Action) error {
 			if c, err := r.Cookie("op"); err == nil && c.Value == cookie {
@@ -209,7 +242,7 @@ func startDashboard(t *testing.T, dsn string) dashboard {
 	mux.Handle("/ops/locks/", http.StripPrefix("/ops/locks", h))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	return dashboard{url: srv.URL + "/ops/locks/", store: st, cookie: cookie}
+	return dashboard{url: srv.URL + "/ops/locks/", store: st, cookie: cookie, report: report}
 }
 
 // login gives the browser the operator's session cookie for d.
@@ -227,25 +260,23 @@ func (d dashboard) logout(ctx context.Context) error {
 // control reads a job's pause and run-nows from the store.
 func (d dashboard) control(t *testing.T, name string) shedlock.Control {
 	t.Helper()
-	l, err := d.store.Inspect(context.Background(), name)
-	require.NoError(t, err)
-	return l.Control
+	return control(t, d.store, name)
 }
 
 // aliveSince waits until every pod of live has run its own job again after
 // since: proof that time passed for them and that they kept checking.
-func aliveSince(t *testing.T, runsDir string, live []*pod, since time.Time) {
+func aliveSince(t *testing.T, j *journal, live []*pod, since time.Time) {
 	t.Helper()
 	for _, p := range live {
-		waitFor(t, p.name+" running again", func() bool { return runsSince(t, runsDir, p.name, since)[p.name] > 0 })
+		waitFor(t, p.name+" running again", func() bool { return j.runsSince(t, p.name, since)[p.name] > 0 })
 	}
 }
 
-// screenshotPath is where the test saves the page's picture:
-// $SHEDLOCK_DASHBOARD_PNG (docs/dashboard.png is made so), else a temporary
-// directory.
-func screenshotPath(t *testing.T) string {
-	if p := os.Getenv("SHEDLOCK_DASHBOARD_PNG"); p != "" {
+// screenshotPath is where the test saves the page's picture on store kind:
+// $SHEDLOCK_DASHBOARD_PNG for SQLite's (docs/dashboard.png is made so), else
+// a temporary directory.
+func screenshotPath(t *testing.T, kind string) string {
+	if p := os.Getenv("SHEDLOCK_DASHBOARD_PNG"); p != "" && kind == sqliteStore {
 		return p
 	}
 	return filepath.Join(t.TempDir(), "dashboard.png")

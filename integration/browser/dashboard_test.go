@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,47 +13,50 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/shedlock-go/shedlock"
 )
 
-// The dashboard in a real browser, against five pod processes sharing one
-// SQLite lock table: the page shows every pod's locks and follows them
-// without a reload (a pod killed: its lock shown free); a pause clicked on
-// the page stops the job on every pod, and resume restarts it; run-now runs
-// the job once; an action without the operator's session, and a POST from
-// another site, are refused and change nothing. It ends with a screenshot.
+// The dashboard in a real browser, against five pod processes on each
+// store (one Chromium, a tab for each store, the stores side by side): the
+// page shows every pod's locks and follows them without a reload (a pod
+// killed: its lock shown free) and this process's jobs with their next fire
+// times; a pause clicked on the page stops the job on every pod, and resume
+// restarts it; run-now runs the job once; an action without the operator's
+// session, and a POST from another site, are refused and change nothing. It
+// ends with a screenshot.
 func TestBrowserDashboard(t *testing.T) {
-	dir := t.TempDir()
-	dsn := "file:" + filepath.Join(dir, "locks.db") + "?" + shedlock.SQLiteDSNParams
-	runsDir := filepath.Join(dir, "runs")
-	require.NoError(t, os.Mkdir(runsDir, 0o755))
-	d := startDashboard(t, dsn)
-	pods := startPods(t, 5, dsn, runsDir)
-	ctx := browser(t)
-	require.NoError(t, d.login(ctx))
-	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(d.url), chromedp.WaitVisible(chromedp.CSS(`#live`))))
-	// A marker that a reload would lose, and a record of what the
-	// Content-Security-Policy refuses: nothing the page does itself.
-	_, err := eval[string](ctx, `window.__firstLoad = 'still'; window.__refused = [];
+	chrome := browser(t)
+	eachStore(t, func(t *testing.T, s podStore) {
+		began := time.Now()
+		d := startDashboard(t, s)
+		ps := newPodsOf(t, s)
+		pods := ps.start(t, 5)
+		ctx := tab(t, chrome)
+		require.NoError(t, d.login(ctx))
+		require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(d.url), chromedp.WaitVisible(chromedp.CSS(`#live`))))
+		// A marker that a reload would lose, and a record of what the
+		// Content-Security-Policy refuses: nothing the page does itself.
+		_, err := eval[string](ctx, `window.__firstLoad = 'still'; window.__refused = [];
 		document.addEventListener('securitypolicyviolation', e => window.__refused.push(e.violatedDirective + ' ' + e.blockedURI));
 		'set'`)
-	require.NoError(t, err)
+		require.NoError(t, err)
 
-	seesPods(t, ctx, pods)
-	live := pods[:4]
-	pauseAndResume(t, ctx, d, runsDir, live)
-	runNowOnce(t, ctx, d, runsDir, live)
-	marker, err := eval[string](ctx, `window.__firstLoad`)
-	require.NoError(t, err)
-	assert.Equal(t, "still", marker, "every change above came without a reload")
-	refused, err := eval[[]string](ctx, `window.__refused`)
-	require.NoError(t, err)
-	assert.Empty(t, refused, "the page's own updates broke its Content-Security-Policy")
+		seesPods(t, ctx, pods)
+		seesJobs(t, ctx)
+		live := pods[:4]
+		pauseAndResume(t, ctx, d, ps.journal, live)
+		runNowOnce(t, ctx, d, ps.journal, live)
+		marker, err := eval[string](ctx, `window.__firstLoad`)
+		require.NoError(t, err)
+		assert.Equal(t, "still", marker, "every change above came without a reload")
+		refused, err := eval[[]string](ctx, `window.__refused`)
+		require.NoError(t, err)
+		assert.Empty(t, refused, "the page's own updates broke its Content-Security-Policy")
 
-	unauthorized(t, ctx, d, runsDir, live)
-	crossSite(t, ctx, d, runsDir, live)
-	screenshot(t, ctx, d)
+		unauthorized(t, ctx, d, ps.journal, live)
+		crossSite(t, ctx, d, ps.journal, live)
+		screenshot(t, ctx, d, s.Kind)
+		t.Logf("%s: %v", s.Kind, time.Since(began).Round(time.Millisecond))
+	})
 }
 
 // seesPods: each pod's own lock held by that pod, tick held in turn by
@@ -62,7 +64,7 @@ func TestBrowserDashboard(t *testing.T) {
 func seesPods(t *testing.T, ctx context.Context, pods []*pod) {
 	waitRows(t, ctx, "each pod's lock held by it", func(rows map[string]row) bool {
 		for _, p := range pods {
-			if r := rows[p.name]; !r.Held || !strings.HasPrefix(r.Holder, p.name+"#") {
+			if r := rows[p.name]; !r.Held || holderPod(r.Holder) != p.name {
 				return false
 			}
 		}
@@ -70,7 +72,9 @@ func seesPods(t *testing.T, ctx context.Context, pods []*pod) {
 	})
 	holders := map[string]bool{}
 	waitRows(t, ctx, "tick taken by several pods", func(rows map[string]row) bool {
-		holders[strings.SplitN(rows["tick"].Holder, "#", 2)[0]] = true
+		if h := holderPod(rows["tick"].Holder); h != "" {
+			holders[h] = true
+		}
 		return len(holders) >= 3
 	})
 	pods[4].kill()
@@ -80,9 +84,57 @@ func seesPods(t *testing.T, ctx context.Context, pods []*pod) {
 	t.Logf("the page followed the pods with %s updates, tick held in turn by %d pods", updates, len(holders))
 }
 
+// holderPod is the pod of a holder as the page shows it: the name the pod
+// gave its provider, before the provider's suffix ("pod-1#3f9c2b1e.7", and
+// shedlockredis's "pod-1:3f9c2b1e-7").
+func holderPod(holder string) string {
+	if i := strings.IndexAny(holder, "#:"); i >= 0 {
+		return holder[:i]
+	}
+	return holder
+}
+
+// seesJobs: the jobs of the dashboard's own process (WithJobs on its
+// executor): digest, run here, and nightly, with its next fire time.
+func seesJobs(t *testing.T, ctx context.Context) {
+	type job struct {
+		Name   string `json:"name"`
+		Next   string `json:"next"`
+		Result string `json:"result"`
+	}
+	const jobsJS = `Array.from(document.querySelectorAll('tr[data-job]')).map(tr => ({
+	name: tr.dataset.job,
+	next: (tr.querySelector('time') || {title: ''}).title,
+	result: (tr.querySelector('.result') || {}).textContent || '',
+}))`
+	nightly := nextAt(3, 0)
+	waitFor(t, "the process's jobs", func() bool {
+		jobs, err := eval[[]job](ctx, jobsJS)
+		if err != nil {
+			return false
+		}
+		seen := map[string]job{}
+		for _, j := range jobs {
+			seen[j.Name] = j
+		}
+		return len(jobs) == 2 && seen["digest"].Result == "ok" &&
+			strings.HasPrefix(seen[nightlyJob.Name].Next, nightly.Format("2006-01-02 15:04:05"))
+	})
+}
+
+// nextAt is the next time of day h:m, UTC.
+func nextAt(h, m int) time.Time {
+	now := time.Now().UTC()
+	next := time.Date(now.Year(), now.Month(), now.Day(), h, m, 0, 0, time.UTC)
+	if !next.After(now) {
+		next = next.AddDate(0, 0, 1)
+	}
+	return next
+}
+
 // pauseAndResume: Pause on tick's row, then no tick runs on any pod while
 // they keep running their own jobs; Resume, and tick runs again.
-func pauseAndResume(t *testing.T, ctx context.Context, d dashboard, runsDir string, live []*pod) {
+func pauseAndResume(t *testing.T, ctx context.Context, d dashboard, j *journal, live []*pod) {
 	click(t, ctx, "tick", "pause")
 	waitRows(t, ctx, "tick paused", func(rows map[string]row) bool { return rows["tick"].Paused })
 	assert.Contains(t, flash(ctx), `paused "tick" until resumed`)
@@ -92,35 +144,40 @@ func pauseAndResume(t *testing.T, ctx context.Context, d dashboard, runsDir stri
 	paused := time.Now()
 	// A run that began before the pause may still hold tick: the runs that
 	// count are those begun after the page showed the pause.
-	aliveSince(t, runsDir, live, paused)
-	aliveSince(t, runsDir, live, time.Now())
-	assert.Zero(t, total(runsSince(t, runsDir, "tick", paused)), "tick runs while paused: %v", runsSince(t, runsDir, "tick", paused))
+	aliveSince(t, j, live, paused)
+	aliveSince(t, j, live, time.Now())
+	assert.Zero(t, total(j.runsSince(t, "tick", paused)), "tick runs while paused: %v", j.runsSince(t, "tick", paused))
 
 	click(t, ctx, "tick", "resume")
 	waitRows(t, ctx, "tick resumed", func(rows map[string]row) bool { return !rows["tick"].Paused })
 	resumed := time.Now()
-	waitFor(t, "tick running again", func() bool { return total(runsSince(t, runsDir, "tick", resumed)) >= 3 })
+	waitFor(t, "tick running again", func() bool { return total(j.runsSince(t, "tick", resumed)) >= 3 })
 	assert.False(t, d.control(t, "tick").Paused)
 }
 
-// runNowOnce: Run now on report's row runs it once, on one pod, and the
-// request is used up.
-func runNowOnce(t *testing.T, ctx context.Context, d dashboard, runsDir string, live []*pod) {
+// runNowOnce: Run now on report's row, while the dashboard holds report's
+// lock: no pod runs it until the lock is released; then one pod runs it,
+// once, and the request is used up.
+func runNowOnce(t *testing.T, ctx context.Context, d dashboard, j *journal, live []*pod) {
 	start := time.Time{}
-	require.Zero(t, total(runsSince(t, runsDir, "report", start)), "report runs only when asked")
+	require.Zero(t, total(j.runsSince(t, "report", start)), "report runs only when asked")
 	click(t, ctx, "report", "run")
-	waitFor(t, "report run", func() bool { return total(runsSince(t, runsDir, "report", start)) > 0 })
+	waitRows(t, ctx, "a run-now pending", func(rows map[string]row) bool { return rows["report"].Pending == "1 run-now" })
 	assert.Contains(t, flash(ctx), `asked for a run of "report" (1 pending)`)
+	aliveSince(t, j, live, time.Now())
+	require.Zero(t, total(j.runsSince(t, "report", start)), "report ran while the dashboard held its lock")
+	require.NoError(t, d.report.Unlock(context.Background()))
+	waitFor(t, "report run", func() bool { return total(j.runsSince(t, "report", start)) > 0 })
 	waitRows(t, ctx, "no run-now pending", func(rows map[string]row) bool { return rows["report"].Pending == "" })
-	aliveSince(t, runsDir, live, time.Now())
-	runs := runsSince(t, runsDir, "report", start)
+	aliveSince(t, j, live, time.Now())
+	runs := j.runsSince(t, "report", start)
 	assert.Equal(t, 1, total(runs), "one run-now, one run: %v", runs)
 	assert.Zero(t, d.control(t, "report").RunRequests)
 }
 
 // unauthorized: without the operator's session the page offers no action,
 // and a POST with the page's own token is refused; nothing changes.
-func unauthorized(t *testing.T, ctx context.Context, d dashboard, runsDir string, live []*pod) {
+func unauthorized(t *testing.T, ctx context.Context, d dashboard, j *journal, live []*pod) {
 	require.NoError(t, d.logout(ctx))
 	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(d.url), chromedp.WaitVisible(chromedp.CSS(`#live`))))
 	rows := waitRows(t, ctx, "the locks", func(rows map[string]row) bool { return len(rows) > 0 })
@@ -133,15 +190,15 @@ func unauthorized(t *testing.T, ctx context.Context, d dashboard, runsDir string
 	require.NoError(t, err)
 	assert.Equal(t, "403 refused: not an operator", answer)
 	since := time.Now()
-	aliveSince(t, runsDir, live, since)
+	aliveSince(t, j, live, since)
 	assert.Zero(t, d.control(t, "report").RunRequests)
-	assert.Zero(t, total(runsSince(t, runsDir, "report", since.Add(-time.Second))))
+	assert.Zero(t, total(j.runsSince(t, "report", since.Add(-time.Second))))
 }
 
 // crossSite: a page of another site posts a form to the dashboard, with the
 // operator's session in the browser and even the page's token: refused by
 // the cross-origin check, and tick is not paused.
-func crossSite(t *testing.T, ctx context.Context, d dashboard, runsDir string, live []*pod) {
+func crossSite(t *testing.T, ctx context.Context, d dashboard, j *journal, live []*pod) {
 	require.NoError(t, d.login(ctx))
 	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(d.url), chromedp.WaitVisible(chromedp.CSS(`#live`))))
 	token, err := eval[string](ctx, `document.querySelector('meta[name="csrf-token"]').content`)
@@ -161,24 +218,24 @@ func crossSite(t *testing.T, ctx context.Context, d dashboard, runsDir string, l
 	require.NoError(t, err)
 	assert.True(t, strings.HasPrefix(where, d.url), "the form reached the dashboard: %s", where)
 	since := time.Now()
-	aliveSince(t, runsDir, live, since)
+	aliveSince(t, j, live, since)
 	assert.False(t, d.control(t, "tick").Paused, "a cross-site POST paused tick")
-	assert.NotZero(t, total(runsSince(t, runsDir, "tick", since)))
+	assert.NotZero(t, total(j.runsSince(t, "tick", since)))
 }
 
-// screenshot pauses report for an hour, through the page's "pause for",
-// and saves the page, as an operator sees it, for the README.
-func screenshot(t *testing.T, ctx context.Context, d dashboard) {
+// screenshot pauses tick for an hour, through the page's "pause for", and
+// saves the page, as an operator sees it, for the README.
+func screenshot(t *testing.T, ctx context.Context, d dashboard, kind string) {
 	require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(1280, 900), chromedp.Navigate(d.url),
 		chromedp.WaitVisible(chromedp.CSS(`svg.timeline`)), chromedp.SetValue(chromedp.CSS(`#pause-for`), "1h")))
 	before := time.Now()
-	click(t, ctx, "report", "pause")
-	waitRows(t, ctx, "report paused", func(rows map[string]row) bool { return rows["report"].Paused })
-	c := d.control(t, "report")
+	click(t, ctx, "tick", "pause")
+	waitRows(t, ctx, "tick paused", func(rows map[string]row) bool { return rows["tick"].Paused })
+	c := d.control(t, "tick")
 	assert.WithinRange(t, c.PausedUntil, before.Add(time.Hour-time.Second), time.Now().Add(time.Hour+time.Second))
 	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	require.NoError(t, err)
-	path := screenshotPath(t)
+	path := screenshotPath(t, kind)
 	require.NoError(t, os.WriteFile(path, png, 0o644))
 	t.Logf("screenshot: %s (%d bytes)", path, len(png))
 }

@@ -2,132 +2,164 @@ package browser
 
 import (
 	"context"
-	"database/sql"
+	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	_ "modernc.org/sqlite"
+	"github.com/robfig/cron/v3"
 
 	"github.com/shedlock-go/shedlock"
 )
 
+// The environment that makes this test binary a pod (besides podStore's).
+const (
+	envPod     = "SHEDLOCK_PODS_POD"     // the pod's name
+	envJournal = "SHEDLOCK_PODS_JOURNAL" // the journal file every pod of a test appends to
+	envHang    = "SHEDLOCK_PODS_HANG"    // a file: the export run that removes it hangs until killed
+)
+
 // TestMain lets the test re-run its own binary as a pod.
 func TestMain(m *testing.M) {
-	if name := os.Getenv("SHEDLOCK_BROWSER_POD"); name != "" {
-		if err := podMain(name, os.Getenv("SHEDLOCK_BROWSER_DB"), os.Getenv("SHEDLOCK_BROWSER_RUNS")); err != nil {
+	if name := os.Getenv(envPod); name != "" {
+		if err := podMain(name); err != nil {
 			fmt.Fprintln(os.Stderr, "pod:", err)
 			os.Exit(1)
 		}
 		os.Exit(0)
 	}
+	flag.Parse()
+	sideBySide()
 	os.Exit(m.Run())
 }
 
-// The pods' jobs: tick, shared, every 100 ms; report, run only when asked
-// (run-now); and one lock per pod, its own, held most of the time, so that
-// the page shows each pod's processes alive.
+// sideBySide lets the tests of every store run at once, unless -test.parallel
+// says otherwise: they wait on pods, servers and clocks, not the CPU, and at
+// GOMAXPROCS at a time (the default) two cores would run two stores at a
+// time, for twice or more the wall time.
+func sideBySide() {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		_ = flag.Set("test.parallel", "16")
+	}
+}
+
+// The pods' jobs, the same on every pod: tick, every 100 ms after the last
+// run; everySecond, at each second's fire time; report and export, which
+// have no schedule, so that only run-now runs them; and one lock per pod,
+// its own, held most of the time, so that the page shows each pod alive.
 var (
-	tickJob   = shedlock.LockConfig{Name: "tick", LockAtMostFor: 5 * time.Second}
-	reportJob = shedlock.LockConfig{Name: "report", LockAtMostFor: 5 * time.Second}
+	tickJob        = shedlock.LockConfig{Name: "tick", LockAtMostFor: 5 * time.Second}
+	everySecondJob = shedlock.LockConfig{Name: "every-second", LockAtMostFor: 5 * time.Second}
+	reportJob      = shedlock.LockConfig{Name: "report", LockAtMostFor: 5 * time.Second}
+	// export's run, hung and killed, holds its lock this long: the wait
+	// before another pod runs its request.
+	exportJob = shedlock.LockConfig{Name: "export", LockAtMostFor: 3 * time.Second}
 )
 
 func ownJob(pod string) shedlock.LockConfig {
 	return shedlock.LockConfig{Name: pod, LockAtMostFor: 2 * time.Second, LockAtLeastFor: 1500 * time.Millisecond}
 }
 
-// runLog records each run's start in the pod's file: "<job> <unix ns>".
-type runLog struct {
-	mu sync.Mutex
-	f  *os.File
+// everySecondSpec is the schedule of everySecondJob on store kind: every
+// second, but every 3 s on etcd, whose leases last 2 s at least, in whole
+// seconds: a fire time's hold must end before the next.
+func everySecondSpec(kind string) string {
+	if kind == etcdStore {
+		return "*/3 * * * * *"
+	}
+	return "* * * * * *"
 }
 
-func (l *runLog) record(job string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	fmt.Fprintf(l.f, "%s %d\n", job, time.Now().UnixNano())
-}
+// runNowEvery is how often each pod asks its store for run-now requests.
+const runNowEvery = 50 * time.Millisecond
 
-// podMain runs one pod until SIGTERM: its executor's jobs, and the run-nows
-// it finds. It prints "ready" once its jobs are started.
-func podMain(name, dsn, runsDir string) error {
+// podMain runs one pod until SIGTERM: an executor on the store of its
+// environment, checking for run-now requests, with the jobs above. Each task
+// journals its start and, once it has worked, its end; the executor's
+// listener journals each attempt skipped as paused or as run elsewhere. It
+// prints "ready" once its jobs are started.
+func podMain(name string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
-	db, err := sql.Open("sqlite", dsn)
+	st, closeStore, err := podStoreFromEnv().open(name)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
-	p, err := shedlock.NewSQLiteProvider(db, shedlock.WithLockedBy(name))
+	defer closeStore()
+	j, err := openJournal(os.Getenv(envJournal), name)
 	if err != nil {
 		return err
 	}
-	st, err := controlled(ctx, db, p)
-	if err != nil {
-		return err
-	}
-	f, err := os.OpenFile(filepath.Join(runsDir, name+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	runs := &runLog{f: f}
-	ex := shedlock.NewExecutor(st)
-	work := func(job string, d time.Duration) func(context.Context) error {
-		return func(ctx context.Context) error {
-			runs.record(job)
-			select {
-			case <-ctx.Done():
-			case <-time.After(d):
+	defer j.Close()
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})).With("pod", name)
+	ex := shedlock.NewExecutor(st, shedlock.WithRunNowCheck(runNowEvery), shedlock.WithExecutorLogger(log),
+		shedlock.WithListener(shedlock.ListenerFunc(func(_ context.Context, ev shedlock.Event) {
+			switch {
+			case ev.Kind != shedlock.EventSkipped:
+			case ev.Skip == shedlock.SkipPaused:
+				j.note(jPaused, ev.Config.Name, ev.Time)
+			case ev.Skip == shedlock.SkipRunNowDone:
+				j.note(jRunNowDone, ev.Config.Name, ev.Time)
 			}
-			return nil
-		}
-	}
-	if err := ex.FixedDelay(tickJob, 100*time.Millisecond, work("tick", 30*time.Millisecond)); err != nil {
-		return err
-	}
-	if err := ex.FixedDelay(ownJob(name), 200*time.Millisecond, work(name, 10*time.Millisecond)); err != nil {
+		})))
+	c := cron.New(cron.WithSeconds())
+	if err := addJobs(ex, c, name, j); err != nil {
 		return err
 	}
 	ex.Start()
-	go runNowLoop(ctx, ex, st, runs)
+	c.Start()
 	fmt.Println("ready")
 	<-ctx.Done()
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	<-c.Stop().Done()
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	return ex.Stop(sctx)
 }
 
-// runNowLoop runs report once for each run-now request, as the executor's
-// own check does (shedlock.RunRequester): it asks every 100 ms, and under the
-// lock asks again, so that a request another pod has just run is not run
-// twice, then marks one request run while it still holds the lock.
-func runNowLoop(ctx context.Context, ex *shedlock.Executor, st store, runs *runLog) {
-	t := time.NewTicker(100 * time.Millisecond)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		pending, err := st.RunRequests(ctx, []string{reportJob.Name})
-		if err != nil || pending[reportJob.Name] == 0 {
-			continue
-		}
-		_, _ = ex.Run(ctx, reportJob, func(ctx context.Context) error {
-			still, err := st.RunRequests(ctx, []string{reportJob.Name})
-			if err != nil || still[reportJob.Name] == 0 {
-				return err
+// addJobs registers the pod's jobs on ex (and c, for the one on a schedule).
+func addJobs(ex *shedlock.Executor, c *cron.Cron, pod string, j *journalWriter) error {
+	work := func(job string, d time.Duration) func(context.Context) error {
+		return func(ctx context.Context) error {
+			j.note(jStart, job, time.Now())
+			if job == exportJob.Name && os.Remove(os.Getenv(envHang)) == nil {
+				j.note(jHang, job, time.Now())
+				<-ctx.Done() // the test kills the pod first
+				return context.Cause(ctx)
 			}
-			runs.record(reportJob.Name)
-			held, _ := shedlock.LockFromContext(ctx)
-			return st.RunDone(ctx, reportJob.Name, held)
-		})
+			t := time.NewTimer(d)
+			defer t.Stop()
+			select {
+			case <-ctx.Done():
+				return context.Cause(ctx)
+			case <-t.C:
+			}
+			j.note(jDone, job, time.Now())
+			return nil
+		}
 	}
+	if err := ex.FixedDelay(tickJob, 100*time.Millisecond, work(tickJob.Name, 30*time.Millisecond)); err != nil {
+		return err
+	}
+	if err := ex.FixedDelay(ownJob(pod), 200*time.Millisecond, work(pod, 10*time.Millisecond)); err != nil {
+		return err
+	}
+	// The pods share one clock, and a statement is late past 300 ms only on
+	// a machine far busier than the tests need.
+	if _, err := ex.Schedule(c, everySecondSpec(podStoreFromEnv().Kind), everySecondJob, work(everySecondJob.Name, 10*time.Millisecond),
+		shedlock.ClockSkew(300*time.Millisecond)); err != nil {
+		return err
+	}
+	for _, cfg := range []shedlock.LockConfig{reportJob, exportJob} {
+		// Wrapped, and given to no scheduler: run-now alone runs it.
+		if _, err := ex.Wrap(cfg, shedlock.JobFunc(work(cfg.Name, 20*time.Millisecond))); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -6,8 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -19,56 +17,87 @@ import (
 type pod struct {
 	name string
 	cmd  *exec.Cmd
+	log  string // its standard error
 }
 
-// startPods starts n pods on the lock file dsn; each writes its runs to
-// runsDir. They are stopped (SIGTERM, then SIGKILL) when the test ends.
-func startPods(t *testing.T, n int, dsn, runsDir string) []*pod {
+// podsOf are the pods of one test on one store: they share its journal, and
+// the file whose taking hangs an export run (see addJobs).
+type podsOf struct {
+	store   podStore
+	journal *journal
+	hang    string
+}
+
+func newPodsOf(t *testing.T, s podStore) podsOf {
+	dir := t.TempDir()
+	return podsOf{store: s, journal: newJournal(filepath.Join(dir, "journal")), hang: filepath.Join(dir, "hang")}
+}
+
+// start starts n pods, pod-1 to pod-n, at once, and returns once each is
+// ready. They are stopped (SIGTERM, then SIGKILL) when the test ends; the
+// logs of each are shown if it failed.
+func (ps podsOf) start(t *testing.T, n int) []*pod {
 	t.Helper()
-	var pods []*pod
-	for i := 1; i <= n; i++ {
-		name := fmt.Sprintf("pod-%d", i)
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), "SHEDLOCK_BROWSER_POD="+name, "SHEDLOCK_BROWSER_DB="+dsn,
-			"SHEDLOCK_BROWSER_RUNS="+runsDir)
-		cmd.Stderr = &prefixWriter{t: t, prefix: name + ": "}
-		out, err := cmd.StdoutPipe()
+	pods := make([]*pod, n)
+	ready := make(chan error, n)
+	for i := range pods {
+		p := &pod{name: fmt.Sprintf("pod-%d", i+1), log: filepath.Join(t.TempDir(), "stderr")}
+		p.cmd = exec.Command(os.Args[0], "-test.run=^$")
+		p.cmd.Env = append(append(os.Environ(), ps.store.env()...),
+			envPod+"="+p.name, envJournal+"="+ps.journal.file, envHang+"="+ps.hang)
+		logFile, err := os.Create(p.log)
 		require.NoError(t, err)
-		require.NoError(t, cmd.Start())
-		p := &pod{name: name, cmd: cmd}
-		pods = append(pods, p)
-		t.Cleanup(p.stop)
-		ready := make(chan bool, 1)
+		p.cmd.Stderr = logFile
+		out, err := p.cmd.StdoutPipe()
+		require.NoError(t, err)
+		require.NoError(t, p.cmd.Start())
+		pods[i] = p
+		t.Cleanup(func() {
+			p.stop()
+			_ = logFile.Close()
+			if b, _ := os.ReadFile(p.log); t.Failed() && len(b) > 0 {
+				t.Logf("%s's log:\n%s", p.name, b)
+			}
+		})
 		go func() {
 			sc := bufio.NewScanner(out)
-			ready <- sc.Scan() && sc.Text() == "ready"
+			if !sc.Scan() || sc.Text() != "ready" {
+				ready <- fmt.Errorf("%s did not start", p.name)
+			} else {
+				ready <- nil
+			}
 			for sc.Scan() {
 			}
 		}()
+	}
+	deadline := time.After(60 * time.Second)
+	for range pods {
 		select {
-		case ok := <-ready:
-			require.True(t, ok, "%s did not start", name)
-		case <-time.After(30 * time.Second):
-			t.Fatalf("%s did not start in 30 s", name)
+		case err := <-ready:
+			require.NoError(t, err)
+		case <-deadline:
+			t.Fatalf("the pods did not start in 60 s")
 		}
 	}
 	return pods
 }
 
-// stop ends the pod: SIGTERM, and SIGKILL if it has not ended in 10 s.
-func (p *pod) stop() {
+// stop ends the pod: SIGTERM, and SIGKILL if it has not ended in 15 s.
+// It reports whether the pod ended on SIGTERM with status 0.
+func (p *pod) stop() bool {
 	if p.cmd.ProcessState != nil {
-		return
+		return p.cmd.ProcessState.Success()
 	}
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	done := make(chan struct{})
 	go func() { _ = p.cmd.Wait(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(10 * time.Second):
+	case <-time.After(15 * time.Second):
 		_ = p.cmd.Process.Kill()
 		<-done
 	}
+	return p.cmd.ProcessState.Success()
 }
 
 // kill ends the pod at once, as a node lost would.
@@ -77,48 +106,12 @@ func (p *pod) kill() {
 	_ = p.cmd.Wait()
 }
 
-// prefixWriter sends a process's lines to the test log.
-type prefixWriter struct {
-	t      *testing.T
-	prefix string
-}
-
-func (w *prefixWriter) Write(b []byte) (int, error) {
-	for _, line := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
-		w.t.Log(w.prefix + line)
-	}
-	return len(b), nil
-}
-
-// runsSince counts, by pod, the runs of job that started after since.
-func runsSince(t *testing.T, runsDir, job string, since time.Time) map[string]int {
-	t.Helper()
-	files, err := filepath.Glob(filepath.Join(runsDir, "*.log"))
-	require.NoError(t, err)
-	out := map[string]int{}
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		require.NoError(t, err)
-		pod := strings.TrimSuffix(filepath.Base(f), ".log")
-		lines := strings.Split(string(b), "\n")
-		for _, line := range lines[:len(lines)-1] { // the last: "", or a line being written
-			name, at, ok := strings.Cut(line, " ")
-			if !ok || name != job {
-				continue
-			}
-			ns, err := strconv.ParseInt(at, 10, 64)
-			if err == nil && ns > since.UnixNano() {
-				out[pod]++
-			}
+// named returns the pod of pods called name.
+func named(pods []*pod, name string) *pod {
+	for _, p := range pods {
+		if p.name == name {
+			return p
 		}
 	}
-	return out
-}
-
-func total(m map[string]int) int {
-	n := 0
-	for _, v := range m {
-		n += v
-	}
-	return n
+	return nil
 }

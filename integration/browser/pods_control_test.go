@@ -1,0 +1,236 @@
+package browser
+
+import (
+	"context"
+	"errors"
+	"os"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/shedlock-go/shedlock"
+)
+
+// runNows is how many run-nows each variant asks for.
+const runNows = 100
+
+// Five pod processes on each store, each an executor checking for run-now
+// requests (WithRunNowCheck) with the same jobs: a job paused runs on no pod
+// while every pod's attempts at several of its fire times are refused, and
+// runs again once resumed; 100 run-nows of a job with no schedule of its own
+// are exactly 100 completed runs, never two at once; and again with the pod
+// of one run SIGKILLed mid-run: that run started and did not complete,
+// another pod ran its request once its lock ran out, and the runs completed
+// are 100. Counted from the journal the pods write.
+func TestPodsPauseAndRunNow(t *testing.T) {
+	eachStore(t, func(t *testing.T, s podStore) {
+		began := time.Now()
+		ps := newPodsOf(t, s)
+		op := openStore(t, s, "operator")
+		pods := ps.start(t, 5)
+		t.Logf("%s: 5 pods ready in %v", s.Kind, time.Since(began).Round(time.Millisecond))
+		t.Run("now", func(t *testing.T) {
+			t.Run("paused", func(t *testing.T) {
+				t.Parallel()
+				pausedOnEveryPod(t, op, ps.journal, pods)
+			})
+			t.Run("run-nows", func(t *testing.T) {
+				t.Parallel()
+				runEach(t, op, ps, pods, reportJob, false)
+			})
+		})
+		t.Run("run-nows, a pod killed", func(t *testing.T) {
+			runEach(t, op, ps, pods, exportJob, true)
+		})
+		// Stopped, the pods have ended every run and written every line:
+		// no run came after the counts above.
+		for _, p := range pods {
+			if p.cmd.ProcessState == nil {
+				assert.True(t, p.stop(), "%s did not stop cleanly", p.name)
+			}
+		}
+		for job, want := range map[string][2]int{reportJob.Name: {runNows, runNows}, exportJob.Name: {runNows + 1, runNows}} {
+			started, done := total(ps.journal.count(t, jStart, job, time.Time{})), total(ps.journal.count(t, jDone, job, time.Time{}))
+			assert.Equal(t, want, [2]int{started, done}, "%s: runs started and completed", job)
+		}
+		t.Logf("%s: %v in all", s.Kind, time.Since(began).Round(time.Millisecond))
+	})
+}
+
+// pausedOnEveryPod pauses tick (a fixed-delay loop) and every-second (a
+// cron schedule) until resumed: once a pod's attempt at a job is refused as
+// paused, that pod begins no run of it, while each pod's attempts at three
+// fire times or more are refused; resumed, both run again.
+func pausedOnEveryPod(t *testing.T, op store, j *journal, pods []*pod) {
+	ctx := context.Background()
+	jobs := []string{tickJob.Name, everySecondJob.Name}
+	began := time.Now()
+	for _, job := range jobs {
+		poll(t, 30*time.Second, job+" running before the pause", func() bool { return total(j.runsSince(t, job, began)) > 0 })
+	}
+	for _, job := range jobs {
+		require.NoError(t, op.Pause(ctx, job, time.Time{}))
+	}
+	paused := time.Now()
+	poll(t, 30*time.Second, "every pod's attempts at 3 fire times of each job refused as paused", func() bool {
+		for _, job := range jobs {
+			refused := j.count(t, jPaused, job, paused)
+			for _, p := range pods {
+				if refused[p.name] < 3 {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	window := time.Since(paused)
+	entries := j.read(t)
+	for _, job := range jobs {
+		for _, p := range pods {
+			// A pod tries a job once at a time: after an attempt refused as
+			// paused, any run of it it begins took the lock despite the pause.
+			first := slices.IndexFunc(entries, func(e entry) bool {
+				return e.what == jPaused && e.job == job && e.pod == p.name && !e.at.Before(paused)
+			})
+			require.GreaterOrEqual(t, first, 0)
+			refusedAt := entries[first].at
+			for _, e := range entries {
+				if e.what == jStart && e.job == job && e.pod == p.name && e.at.After(refusedAt) {
+					t.Errorf("%s began %s at %v, after its attempt was refused as paused at %v",
+						p.name, job, e.at.Format(time.StampMicro), refusedAt.Format(time.StampMicro))
+				}
+			}
+		}
+		info, err := op.Inspect(ctx, job)
+		require.NoError(t, err)
+		assert.True(t, info.Paused, "the store shows %s paused", job)
+		assert.True(t, info.PausedUntil.IsZero(), "until resumed")
+	}
+	refused := j.count(t, jPaused, everySecondJob.Name, paused)
+	t.Logf("paused for %v: no run on %d pods; attempts refused as paused, every-second: %v, tick: %d",
+		window.Round(time.Millisecond), len(pods), refused, total(j.count(t, jPaused, tickJob.Name, paused)))
+
+	for _, job := range jobs {
+		require.NoError(t, op.Resume(ctx, job))
+	}
+	resumed := time.Now()
+	for _, job := range jobs {
+		poll(t, 30*time.Second, job+" running again", func() bool { return total(j.runsSince(t, job, resumed)) > 0 })
+		assert.False(t, control(t, op, job).Paused)
+	}
+}
+
+// runEach asks for runNows runs of job (no schedule: only run-now runs it)
+// at once, and waits until none is pending: exactly runNows runs completed,
+// one at a time. With kill, the run begun after a third of them hangs (it
+// takes the hang file), and its pod is SIGKILLed: that run never completes,
+// its request stays, and another pod runs it once the lock has run out.
+func runEach(t *testing.T, op store, ps podsOf, pods []*pod, job shedlock.LockConfig, kill bool) {
+	ctx := context.Background()
+	j := ps.journal
+	require.Zero(t, total(j.runsSince(t, job.Name, time.Time{})), "%s runs only when asked", job.Name)
+	began := time.Now()
+	// Four operators at once, each asking a quarter: a SQLite file is one
+	// writer at a time, and a hundred writers at once starve some past its
+	// busy timeout.
+	const askers = 4
+	errs := make(chan error, askers)
+	for range askers {
+		go func() {
+			var err error
+			for i := 0; i < runNows/askers && err == nil; i++ {
+				_, err = op.RunNow(ctx, job.Name)
+			}
+			errs <- err
+		}()
+	}
+	for range askers {
+		require.NoError(t, <-errs)
+	}
+	var hung entry
+	if kill {
+		poll(t, 60*time.Second, "a third of the runs", func() bool { return total(j.count(t, jDone, job.Name, began)) >= runNows/3 })
+		require.NoError(t, os.WriteFile(ps.hang, nil, 0o644))
+		poll(t, 30*time.Second, "a run hung", func() bool {
+			i := slices.IndexFunc(j.read(t), func(e entry) bool { return e.what == jHang && e.job == job.Name })
+			if i >= 0 {
+				hung = j.read(t)[i]
+			}
+			return i >= 0
+		})
+		named(pods, hung.pod).kill()
+		t.Logf("%s SIGKILLed %v into its run of %s", hung.pod, time.Since(hung.at).Round(time.Millisecond), job.Name)
+	}
+	poll(t, 90*time.Second, "every request run", func() bool {
+		left, err := op.RunRequests(ctx, []string{job.Name})
+		require.NoError(t, err)
+		return left[job.Name] == 0
+	})
+	took := time.Since(began)
+	runs := j.read(t)
+	assert.Equal(t, runNows, total(j.count(t, jDone, job.Name, began)), "runs completed")
+	assertOneAtATime(t, runs, job, hung)
+	assert.Zero(t, control(t, op, job.Name).RunRequests)
+	t.Logf("%d run-nows of %s: %d runs completed in %v on pods %v; %d runs found their request run elsewhere",
+		runNows, job.Name, total(j.count(t, jDone, job.Name, began)), took.Round(time.Millisecond),
+		j.count(t, jDone, job.Name, began), total(j.count(t, jRunNowDone, job.Name, began)))
+}
+
+// assertOneAtATime checks that job's runs never overlapped: each began after
+// the one before completed, or, after the hung run (if any), once that run's
+// lock could have run out.
+func assertOneAtATime(t *testing.T, runs []entry, job shedlock.LockConfig, hung entry) {
+	var last entry // the last run's start, then its end
+	for _, e := range runs {
+		if e.job != job.Name {
+			continue
+		}
+		switch e.what {
+		case jStart:
+			switch {
+			case last.what == jStart && last.pod == hung.pod && !hung.at.IsZero() && hung.pod != "":
+				// The hung run: its lock ran out job.LockAtMostFor after
+				// it was taken, a little before the run's start was written.
+				assert.Greater(t, e.at.Sub(last.at), job.LockAtMostFor-time.Second,
+					"%s began %s %v after the hung run of %s", e.pod, job.Name, e.at.Sub(last.at), last.pod)
+				hung.pod = ""
+			case last.what == jStart:
+				t.Errorf("%s began %s at %v while %s's run, begun at %v, was under way", e.pod, job.Name,
+					e.at.Format(time.StampMicro), last.pod, last.at.Format(time.StampMicro))
+			}
+			last = e
+		case jDone:
+			if last.what != jStart || last.pod != e.pod {
+				t.Errorf("%s completed a run of %s it was not known to run (last: %+v)", e.pod, job.Name, last)
+			}
+			last = e
+		}
+	}
+}
+
+// control reads job's pause and run-nows from the store: none where a
+// key-value store keeps nothing of it.
+func control(t *testing.T, st store, job string) shedlock.Control {
+	t.Helper()
+	l, err := st.Inspect(context.Background(), job)
+	if errors.Is(err, shedlock.ErrLockNotFound) {
+		return shedlock.Control{}
+	}
+	require.NoError(t, err)
+	return l.Control
+}
+
+// poll checks cond every 20 ms until it holds, failing t at the deadline.
+func poll(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %v: %s", within, what)
+		}
+		time.Sleep(20 * time.Millisecond) // a poll with a deadline
+	}
+}
