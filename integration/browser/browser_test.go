@@ -263,13 +263,20 @@ func (d dashboard) control(t *testing.T, name string) shedlock.Control {
 	return control(t, d.store, name)
 }
 
-// aliveSince waits until every pod of live has run its own job again after
-// since: proof that time passed for them and that they kept checking.
+// aliveSince waits until every pod of live has begun two attempts at tick
+// (runs, or skips: held elsewhere, paused) after since: proof that time
+// passed for them and that they kept trying.
 func aliveSince(t *testing.T, j *journal, live []*pod, since time.Time) {
 	t.Helper()
-	for _, p := range live {
-		waitFor(t, p.name+" running again", func() bool { return j.runsSince(t, p.name, since)[p.name] > 0 })
-	}
+	waitFor(t, "every pod trying tick again", func() bool {
+		attempts := j.attemptsSince(t, tickJob.Name, since)
+		for _, p := range live {
+			if attempts[p.name] < 2 {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // screenshotPath is where the test saves the page's picture on store kind:

@@ -15,13 +15,15 @@ import (
 )
 
 // What the pods write to their journal, one line each: "<what> <job> <pod>
-// <unix ns>".
+// <unix ns>". An attempt skipped is written as its reason (SkipReason's
+// String): these are the ones the tests look for.
 const (
-	jStart       = "start"        // a task began
-	jDone        = "done"         // a task ended without error
-	jHang        = "hang"         // a task took the hang file and waits to be killed
-	jPaused      = "paused"       // an attempt skipped: the job is paused (SkipPaused)
-	jRunNowDone  = "run_now_done" // a run-now's run found its request run elsewhere (SkipRunNowDone)
+	jStart       = "start"          // a task began
+	jDone        = "done"           // a task ended without error
+	jHang        = "hang"           // a task took the hang file and waits to be killed
+	jPaused      = "paused"         // SkipPaused: the job is paused
+	jHeld        = "held_elsewhere" // SkipHeldElsewhere: another holds the lock
+	jRunNowDone  = "run_now_done"   // SkipRunNowDone: a run-now's run found its request run elsewhere
 	journalPerms = 0o644
 )
 
@@ -112,6 +114,19 @@ func (j *journal) count(t *testing.T, what, job string, since time.Time) map[str
 func (j *journal) runsSince(t *testing.T, job string, since time.Time) map[string]int {
 	t.Helper()
 	return j.count(t, jStart, job, since)
+}
+
+// attemptsSince counts, by pod, the attempts at job begun after since that
+// ran it or were skipped (its runs and its skips).
+func (j *journal) attemptsSince(t *testing.T, job string, since time.Time) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	for _, e := range j.read(t) {
+		if e.job == job && e.what != jDone && e.what != jHang && !e.at.Before(since) {
+			out[e.pod]++
+		}
+	}
+	return out
 }
 
 func total(m map[string]int) int {

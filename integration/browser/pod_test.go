@@ -82,7 +82,7 @@ const runNowEvery = 50 * time.Millisecond
 // podMain runs one pod until SIGTERM: an executor on the store of its
 // environment, checking for run-now requests, with the jobs above. Each task
 // journals its start and, once it has worked, its end; the executor's
-// listener journals each attempt skipped as paused or as run elsewhere. It
+// listener journals each attempt skipped, but for the pod's own job. It
 // prints "ready" once its jobs are started.
 func podMain(name string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
@@ -100,12 +100,10 @@ func podMain(name string) error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})).With("pod", name)
 	ex := shedlock.NewExecutor(st, shedlock.WithRunNowCheck(runNowEvery), shedlock.WithExecutorLogger(log),
 		shedlock.WithListener(shedlock.ListenerFunc(func(_ context.Context, ev shedlock.Event) {
-			switch {
-			case ev.Kind != shedlock.EventSkipped:
-			case ev.Skip == shedlock.SkipPaused:
-				j.note(jPaused, ev.Config.Name, ev.Time)
-			case ev.Skip == shedlock.SkipRunNowDone:
-				j.note(jRunNowDone, ev.Config.Name, ev.Time)
+			// Its own lock, kept by LockAtLeastFor, is skipped five times a
+			// second: of no interest.
+			if ev.Kind == shedlock.EventSkipped && ev.Config.Name != name {
+				j.note(ev.Skip.String(), ev.Config.Name, ev.Time)
 			}
 		})))
 	c := cron.New(cron.WithSeconds())

@@ -3,6 +3,7 @@ package browser
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"slices"
 	"testing"
@@ -61,9 +62,9 @@ func TestPodsPauseAndRunNow(t *testing.T) {
 }
 
 // pausedOnEveryPod pauses tick (a fixed-delay loop) and every-second (a
-// cron schedule) until resumed: once a pod's attempt at a job is refused as
-// paused, that pod begins no run of it, while each pod's attempts at three
-// fire times or more are refused; resumed, both run again.
+// cron schedule) until resumed: each pod's attempts at three fire times or
+// more of each are refused as paused, and no pod runs either (see
+// refusedEverywhere); resumed, both run again.
 func pausedOnEveryPod(t *testing.T, op store, j *journal, pods []*pod) {
 	ctx := context.Background()
 	jobs := []string{tickJob.Name, everySecondJob.Name}
@@ -75,43 +76,16 @@ func pausedOnEveryPod(t *testing.T, op store, j *journal, pods []*pod) {
 		require.NoError(t, op.Pause(ctx, job, time.Time{}))
 	}
 	paused := time.Now()
-	poll(t, 30*time.Second, "every pod's attempts at 3 fire times of each job refused as paused", func() bool {
-		for _, job := range jobs {
-			refused := j.count(t, jPaused, job, paused)
-			for _, p := range pods {
-				if refused[p.name] < 3 {
-					return false
-				}
-			}
-		}
-		return true
-	})
-	window := time.Since(paused)
-	entries := j.read(t)
 	for _, job := range jobs {
-		for _, p := range pods {
-			// A pod tries a job once at a time: after an attempt refused as
-			// paused, any run of it it begins took the lock despite the pause.
-			first := slices.IndexFunc(entries, func(e entry) bool {
-				return e.what == jPaused && e.job == job && e.pod == p.name && !e.at.Before(paused)
-			})
-			require.GreaterOrEqual(t, first, 0)
-			refusedAt := entries[first].at
-			for _, e := range entries {
-				if e.what == jStart && e.job == job && e.pod == p.name && e.at.After(refusedAt) {
-					t.Errorf("%s began %s at %v, after its attempt was refused as paused at %v",
-						p.name, job, e.at.Format(time.StampMicro), refusedAt.Format(time.StampMicro))
-				}
-			}
-		}
+		refusedEverywhere(t, j, pods, job, paused, 3)
 		info, err := op.Inspect(ctx, job)
 		require.NoError(t, err)
 		assert.True(t, info.Paused, "the store shows %s paused", job)
 		assert.True(t, info.PausedUntil.IsZero(), "until resumed")
 	}
-	refused := j.count(t, jPaused, everySecondJob.Name, paused)
 	t.Logf("paused for %v: no run on %d pods; attempts refused as paused, every-second: %v, tick: %d",
-		window.Round(time.Millisecond), len(pods), refused, total(j.count(t, jPaused, tickJob.Name, paused)))
+		time.Since(paused).Round(time.Millisecond), len(pods), j.count(t, jPaused, everySecondJob.Name, paused),
+		total(j.count(t, jPaused, tickJob.Name, paused)))
 
 	for _, job := range jobs {
 		require.NoError(t, op.Resume(ctx, job))
@@ -123,8 +97,38 @@ func pausedOnEveryPod(t *testing.T, op store, j *journal, pods []*pod) {
 	}
 }
 
-// runEach asks for runNows runs of job (no schedule: only run-now runs it)
-// at once, and waits until none is pending: exactly runNows runs completed,
+// refusedEverywhere waits until n attempts or more at job by each of pods,
+// begun after paused (when the pause was made), have been refused as paused,
+// and fails t if a pod began a run of job after its first refusal: a pod
+// tries a job once at a time, so such a run took the lock despite the pause.
+func refusedEverywhere(t *testing.T, j *journal, pods []*pod, job string, paused time.Time, n int) {
+	t.Helper()
+	poll(t, 30*time.Second, fmt.Sprintf("every pod's attempts at %d fire times of %s refused as paused", n, job), func() bool {
+		refused := j.count(t, jPaused, job, paused)
+		for _, p := range pods {
+			if refused[p.name] < n {
+				return false
+			}
+		}
+		return true
+	})
+	entries := j.read(t)
+	for _, p := range pods {
+		first := slices.IndexFunc(entries, func(e entry) bool {
+			return e.what == jPaused && e.job == job && e.pod == p.name && !e.at.Before(paused)
+		})
+		refusedAt := entries[first].at
+		for _, e := range entries {
+			if e.what == jStart && e.job == job && e.pod == p.name && e.at.After(refusedAt) {
+				t.Errorf("%s began %s at %v, after its attempt was refused as paused at %v",
+					p.name, job, e.at.Format(time.StampMicro), refusedAt.Format(time.StampMicro))
+			}
+		}
+	}
+}
+
+// runEach asks for runNows runs of job (no schedule: only run-now runs it),
+// from four operators at once, and waits until none is pending: exactly runNows runs completed,
 // one at a time. With kill, the run begun after a third of them hangs (it
 // takes the hang file), and its pod is SIGKILLed: that run never completes,
 // its request stays, and another pod runs it once the lock has run out.
