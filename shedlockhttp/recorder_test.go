@@ -4,19 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/robfig/cron/v3"
 
 	"github.com/shedlock-go/shedlock"
 	"github.com/shedlock-go/shedlock/shedlockhttp"
 	"github.com/shedlock-go/shedlock/shedlocktest"
 )
-
-// jobList is a JobLister: what an Executor's Jobs returns.
-type jobList []shedlock.JobInfo
-
-func (j jobList) Jobs() []shedlock.JobInfo { return j }
 
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t *testing.T, what string, cond func() bool) {
@@ -28,6 +26,29 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// jobsExecutor is an executor of this process with two jobs: okJob every 42
+// s (its next fire time set once its cron starts), and idleJob, on no
+// schedule.
+func jobsExecutor(t *testing.T, mem *shedlocktest.MemoryStore) *shedlock.Executor {
+	t.Helper()
+	ex := shedlock.NewExecutor(mem.Provider("pod-a"))
+	c := cron.New()
+	if _, err := ex.Schedule(c, "@every 42s", shedlock.LockConfig{Name: "okJob", LockAtMostFor: time.Second},
+		func(context.Context) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ex.Wrap(shedlock.LockConfig{Name: "idleJob", LockAtMostFor: time.Second},
+		shedlock.JobFunc(func(context.Context) error { return nil })); err != nil {
+		t.Fatal(err)
+	}
+	c.Start()
+	t.Cleanup(func() {
+		<-c.Stop().Done()
+		_ = ex.Stop(context.Background())
+	})
+	return ex
 }
 
 // What an executor and a leader of this process do reaches the page through
@@ -67,9 +88,12 @@ func TestRecorderOnPage(t *testing.T) {
 	st := newControlStore()
 	st.hold("leader-group", "pod-a#x.1", 10*time.Second)
 	st.hold("okJob", "pod-a#x.2", 0)
-	next := time.Now().Add(42 * time.Second)
-	srv := newServer(t, st, quiet, shedlockhttp.WithRecorder(rec),
-		shedlockhttp.WithJobs(jobList{{Name: "okJob", Next: next}, {Name: "idleJob"}}))
+	here := jobsExecutor(t, mem)
+	next := here.Jobs()[slices.IndexFunc(here.Jobs(), func(j shedlock.JobInfo) bool { return j.Name == "okJob" })].Next
+	if next.IsZero() {
+		t.Fatal("okJob has no next fire time")
+	}
+	srv := newServer(t, st, quiet, shedlockhttp.WithRecorder(rec), shedlockhttp.WithJobs(here))
 
 	var events struct {
 		Available bool
