@@ -12,11 +12,14 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/shedlock-go/shedlock"
 )
 
 // What the pods write to their journal, one line each: "<what> <job> <pod>
 // <unix ns>". An attempt skipped is written as its reason (SkipReason's
-// String): these are the ones the tests look for.
+// String), a lock that ran out or was lost as its event (lockLostEvents),
+// both at the time the executor gave the event.
 const (
 	jStart       = "start"          // a task began
 	jDone        = "done"           // a task ended without error
@@ -26,6 +29,13 @@ const (
 	jRunNowDone  = "run_now_done"   // SkipRunNowDone: a run-now's run found its request run elsewhere
 	journalPerms = 0o644
 )
+
+// The events by which a run's lock ran out or was lost before its release
+// (EventKind's String): such a run no longer excludes others, nor counts for
+// its run-now request.
+var lockLostEvents = []string{
+	shedlock.EventExpired.String(), shedlock.EventLost.String(), shedlock.EventReleaseFailed.String(),
+}
 
 // journalWriter appends a pod's lines to the journal every pod of a test
 // shares: each line one write of a file opened O_APPEND, so that the lines of

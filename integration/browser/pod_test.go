@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -56,7 +57,7 @@ func sideBySide() {
 var (
 	tickJob        = shedlock.LockConfig{Name: "tick", LockAtMostFor: 5 * time.Second}
 	everySecondJob = shedlock.LockConfig{Name: "every-second", LockAtMostFor: 5 * time.Second}
-	reportJob      = shedlock.LockConfig{Name: "report", LockAtMostFor: 5 * time.Second}
+	reportJob      = shedlock.LockConfig{Name: "report", LockAtMostFor: 10 * time.Second}
 	// export's run, hung and killed, holds its lock this long: the wait
 	// before another pod runs its request.
 	exportJob = shedlock.LockConfig{Name: "export", LockAtMostFor: 3 * time.Second}
@@ -82,7 +83,8 @@ const runNowEvery = 50 * time.Millisecond
 // podMain runs one pod until SIGTERM: an executor on the store of its
 // environment, checking for run-now requests, with the jobs above. Each task
 // journals its start and, once it has worked, its end; the executor's
-// listener journals each attempt skipped, but for the pod's own job. It
+// listener journals each attempt skipped and each lock that ran out or was
+// lost, but for the pod's own job. It
 // prints "ready" once its jobs are started.
 func podMain(name string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
@@ -102,8 +104,12 @@ func podMain(name string) error {
 		shedlock.WithListener(shedlock.ListenerFunc(func(_ context.Context, ev shedlock.Event) {
 			// Its own lock, kept by LockAtLeastFor, is skipped five times a
 			// second: of no interest.
-			if ev.Kind == shedlock.EventSkipped && ev.Config.Name != name {
+			switch {
+			case ev.Config.Name == name:
+			case ev.Kind == shedlock.EventSkipped:
 				j.note(ev.Skip.String(), ev.Config.Name, ev.Time)
+			case slices.Contains(lockLostEvents, ev.Kind.String()):
+				j.note(ev.Kind.String(), ev.Config.Name, ev.Time)
 			}
 		})))
 	c := cron.New(cron.WithSeconds())
