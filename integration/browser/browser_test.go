@@ -174,6 +174,14 @@ func flash(ctx context.Context) string {
 	return s
 }
 
+// waitFlash waits for the page's message about the last action to contain
+// want: it comes with the action's answer, which the page's next update of
+// its locks may precede.
+func waitFlash(t *testing.T, ctx context.Context, want string) {
+	t.Helper()
+	waitFor(t, fmt.Sprintf("the message %q", want), func() bool { return strings.Contains(flash(ctx), want) })
+}
+
 func secret() string {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)

@@ -138,7 +138,7 @@ func pauseAndResume(t *testing.T, ctx context.Context, d dashboard, j *journal, 
 	clicked := time.Now()
 	click(t, ctx, "tick", "pause")
 	waitRows(t, ctx, "tick paused", func(rows map[string]row) bool { return rows["tick"].Paused })
-	assert.Contains(t, flash(ctx), `paused "tick" until resumed`)
+	waitFlash(t, ctx, `paused "tick" until resumed`)
 	c := d.control(t, "tick")
 	require.True(t, c.Paused, "the store keeps the pause")
 	assert.True(t, c.PausedUntil.IsZero())
@@ -160,7 +160,7 @@ func runNowOnce(t *testing.T, ctx context.Context, d dashboard, j *journal, live
 	clicked := time.Now()
 	click(t, ctx, "report", "run")
 	waitRows(t, ctx, "a run-now pending", func(rows map[string]row) bool { return rows["report"].Pending == "1 run-now" })
-	assert.Contains(t, flash(ctx), `asked for a run of "report" (1 pending)`)
+	waitFlash(t, ctx, `asked for a run of "report" (1 pending)`)
 	waitFor(t, "every pod trying report and finding it held", func() bool {
 		held := j.count(t, jHeld, "report", clicked)
 		for _, p := range live {
