@@ -170,8 +170,10 @@ func WithMaxInFlight(n int) ExecutorOption {
 // an operator asked to run now (Controller.RunNow), in one statement for all
 // of them, and run each such job once, under its lock, as at a fire time: the
 // first instance to check runs it, and marks the request run once the task
-// has returned without error, still holding the lock, so that a request whose
-// run died (a pod killed mid-run) is run by the next check anywhere. A paused
+// has returned, still holding the lock, so that a request whose run died (a
+// pod killed mid-run) or was cancelled by Stop is run by the next check
+// anywhere. A task that failed or panicked had its run: it is not run again
+// until asked again. A paused
 // job's request waits for Resume. The provider must keep requests
 // (RunRequester: the SQL providers, shedlockredis, shedlocketcd); with one
 // that does not, the option does nothing. Default: off, no statement. d must
