@@ -87,6 +87,10 @@ func TestUnlockAfterElectorTookOver(t *testing.T) {
 	require.NoError(t, err)
 
 	waitLeading(t, startElector(t, newClient(t, s, kubeapiserver.Locker), a.LeaseName("job"), "elector"))
+	info, err := a.Inspect(ctx, "job")
+	require.NoError(t, err)
+	require.Equal(t, "elector", info.LockedBy, "Inspect names the holder, not the last acquisition's annotation")
+	require.True(t, info.Held)
 	require.ErrorIs(t, l.Unlock(ctx), shedlock.ErrLockLost)
 	lease, err := newAdminClientset(s).CoordinationV1().Leases(namespace).Get(ctx, a.LeaseName("job"), metav1.GetOptions{})
 	require.NoError(t, err)
