@@ -170,9 +170,14 @@ func WithMaxInFlight(n int) ExecutorOption {
 // an operator asked to run now (Controller.RunNow), in one statement for all
 // of them, and run each such job once, under its lock, as at a fire time: the
 // first instance to check runs it, and marks the request run once the task
-// has returned without error, still holding the lock, so that a request whose
-// run died (a pod killed mid-run) is run by the next check anywhere. A paused
-// job's request waits for Resume. The provider must keep requests
+// has returned, still holding the lock, so that a request whose run died (a
+// pod killed mid-run) or was cancelled by Stop is run by the next check
+// anywhere. A task that failed or panicked had its run: it is not run again
+// until asked again. A paused job's request waits for Resume, and so does one
+// of a job whose lock is held: by a run elsewhere, or, for a Schedule'd job, by
+// its last fire time's hold, which lasts until just before its next fire time
+// (so that no instance runs that fire time again): the request then runs when
+// the hold ends. The provider must keep requests
 // (RunRequester: the SQL providers, shedlockredis, shedlocketcd); with one
 // that does not, the option does nothing. Default: off, no statement. d must
 // be at least 10 ms.

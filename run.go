@@ -87,7 +87,8 @@ func (e *Executor) run(ctx context.Context, cfg LockConfig, task func(ctx contex
 
 // runFire is run, for fire's fire time when fire is not nil: the lock is taken
 // only if that fire time has not succeeded, and a success records it; for a
-// run-now request of rr's when rr is not nil: a success marks it run.
+// run-now request of rr's when rr is not nil: a run that returned (failed
+// or not) marks it run.
 func (e *Executor) runFire(ctx context.Context, cfg LockConfig, task func(ctx context.Context) error, o jobOptions,
 	fire *fireRun, rr RunRequester) (ran bool, err error) {
 	key, entered, kind, err := e.enter(cfg.Name)

@@ -46,7 +46,10 @@ func (r *run) runHeld(lock Lock, task func(ctx context.Context) error, keepAlive
 	result := r.e.taskResult(r.ctx, taskErr, panicked)
 	r.e.logTask(r.ctx, r.cfg.Name, taskErr, result)
 	r.finished(l, taskErr, result, taskStart)
-	if result == TaskOK && r.requested != nil {
+	// A request asks for one run, not for a success: a task that failed
+	// would otherwise run again at every check, on every pod. A run that
+	// Stop cancelled did not have its turn: its request is left for another.
+	if r.requested != nil && result != TaskCancelled {
 		r.runNowDone(lock)
 	}
 	if relErr := r.release(lock, result == TaskOK); relErr != nil {

@@ -44,7 +44,8 @@ func (p *Provider) envPart() string { return p.Key("")[len(KeyPrefix):] }
 // transactions compare. A pause until a time ends at that time as the
 // acquiring pod's clock tells it, to the millisecond; its key is on a lease of
 // what is left until then (whole seconds, rounded up, at least the cluster's
-// minimum TTL), so that etcd deletes it afterwards. A lock held when it is
+// minimum TTL; none for a pause beyond etcd's longest lease, some 285 years),
+// so that etcd deletes it afterwards. A lock held when it is
 // paused is extended and released as before. A pause that has already ended
 // is an error wrapping shedlock.ErrInvalidConfig. Java ShedLock pods do not
 // read the pause.
@@ -58,12 +59,27 @@ func (p *Provider) Pause(ctx context.Context, name string, until time.Time) erro
 		if left <= 0 {
 			return fmt.Errorf("%w: pause %q until %v: that time has passed", shedlock.ErrInvalidConfig, name, until)
 		}
+		if left >= maxPauseLease {
+			// etcd refuses a lease this long; the key's value, which the
+			// acquisitions compare, ends the pause all the same.
+			return p.putPause(ctx, name, until, opts)
+		}
 		g := p.grant(ctx, left)
 		if g.err != nil {
 			return fmt.Errorf("shedlock: pause %q: grant a lease: %w", name, g.err)
 		}
 		opts = append(opts, clientv3.WithLease(g.id))
 	}
+	return p.putPause(ctx, name, until, opts)
+}
+
+// maxPauseLease bounds the lease of a paused key: etcd refuses a TTL above
+// 9,000,000,000 seconds (its lease.MaxLeaseTTL), some 285 years.
+const maxPauseLease = 9_000_000_000 * time.Second
+
+// putPause puts name's paused key, ending until, and revokes the lease of the
+// pause it replaces.
+func (p *Provider) putPause(ctx context.Context, name string, until time.Time, opts []clientv3.OpOption) error {
 	resp, err := p.client.Put(ctx, p.PausedKey(name), encodePauseEnd(until), opts...)
 	if err != nil {
 		// The put may have been made: its lease ends at until, as the pause.

@@ -140,9 +140,11 @@ func (p *Provider) get(ctx context.Context, name string) (*coordinationv1.Lease,
 // info is the lock a Lease version read at now shows, as this provider times it.
 func (p *Provider) info(l *coordinationv1.Lease, now time.Time) shedlock.LockInfo {
 	st := stateOf(l)
-	info := shedlock.LockInfo{Name: st.name, LockedBy: st.acquisition}
+	// The holder while held (another writer's, such as a LeaderElector's, may
+	// sit on this provider's annotations); the last acquisition once free.
+	info := shedlock.LockInfo{Name: st.name, LockedBy: st.holder}
 	if info.LockedBy == "" {
-		info.LockedBy = st.holder
+		info.LockedBy = st.acquisition
 	}
 	if l.Spec.AcquireTime != nil {
 		info.LockedAt = l.Spec.AcquireTime.UTC().Truncate(time.Millisecond)

@@ -18,9 +18,12 @@ type state struct {
 	transitions int32         // spec.leaseTransitions
 }
 
-// stateOf reads l. A Lease the provider did not write (no hold annotation)
-// is held for its leaseDurationSeconds while it has a holder, as client-go's
-// elector reads it.
+// stateOf reads l. The hold annotation is the provider's own, written with
+// the holder of the same version: it counts only while the Lease is free or
+// held by the acquisition it names. A Lease held by another writer (client-go's
+// elector, which updates the spec and keeps the annotations, or a hand), or
+// whose annotation is not a number of milliseconds, is held for its
+// leaseDurationSeconds while it has a holder, as client-go's elector reads it.
 func stateOf(l *coordinationv1.Lease) state {
 	s := state{name: l.Annotations[AnnotationName], acquisition: l.Annotations[AnnotationAcquisition], lastFire: -1}
 	if l.Spec.HolderIdentity != nil {
@@ -29,11 +32,11 @@ func stateOf(l *coordinationv1.Lease) state {
 	if l.Spec.LeaseTransitions != nil {
 		s.transitions = *l.Spec.LeaseTransitions
 	}
-	if v, ok := l.Annotations[AnnotationHold]; ok {
-		if ms, err := strconv.ParseInt(v, 10, 64); err == nil && ms > 0 {
-			s.hold = time.Duration(ms) * time.Millisecond
-		}
-	} else if s.holder != "" && l.Spec.LeaseDurationSeconds != nil {
+	ms, err := strconv.ParseInt(l.Annotations[AnnotationHold], 10, 64)
+	switch {
+	case err == nil && ms >= 0 && (s.holder == "" || s.holder == s.acquisition):
+		s.hold = time.Duration(ms) * time.Millisecond
+	case s.holder != "" && l.Spec.LeaseDurationSeconds != nil:
 		s.hold = time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second
 	}
 	if v, ok := l.Annotations[AnnotationLastFire]; ok {

@@ -64,9 +64,11 @@ const (
 // that clears the holder and leaves as the Lease's hold what is left of
 // LockAtLeastFor since the acquisition's answer came (0: free at once). An
 // update that found the Lease changed reads it: still this acquisition's and
-// held (a write of this lock whose answer was lost), it is sent again on the
-// new version; released by this acquisition (the release was applied and its
-// answer lost, or it was sent twice), it is done; another's, ErrLockLost. An
+// held by it (a write of this lock whose answer was lost), it is sent again on
+// the new version; released by this acquisition (the release was applied and
+// its answer lost, or it was sent twice), it is done; another's, or held by
+// another holder under this acquisition's annotations (a LeaderElector or a
+// hand that wrote only the spec), ErrLockLost. An
 // update without an answer is sent again, up to releaseRetries times, while
 // ctx allows; then the error wraps ErrReleaseFailed, and the lock stays until
 // its hold ends.
@@ -132,6 +134,9 @@ func (l *lock) releaseOnce(ctx context.Context, least time.Duration, edit func(*
 		case stateOf(own).holder == "":
 			l.hold.Finish() // this acquisition's own release, applied
 			return nil, nil
+		case stateOf(own).holder != l.acquisition:
+			l.hold.Finish() // another writer's holder on this acquisition's annotations
+			return shedlock.ErrLockLost, nil
 		case found == maxOwnVersions:
 			return nil, fmt.Errorf("shedlock: lock %q: its Lease changed %d times under this lock's own writes", l.name, found)
 		}

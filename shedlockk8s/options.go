@@ -2,6 +2,7 @@ package shedlockk8s
 
 import (
 	"fmt"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -40,13 +41,24 @@ func WithEnv(env string) Option {
 	}
 }
 
+// maxLockedBy is the most characters of an owner, as shedlock.WithLockedBy
+// allows: the Lease keeps it twice (holder and annotation), far below the
+// API server's 256 KiB for all annotations.
+const maxLockedBy = 200
+
 // WithLockedBy sets the owner written into each acquisition, such as the
 // pod's name; "" or no option means the host name (a pod's name in
 // Kubernetes). It is for people reading the Leases: each acquisition is told
 // from every other by a token of its own, whatever the owner, so providers
-// given the same owner never release each other's locks.
+// given the same owner never release each other's locks. It is at most 200
+// characters of valid UTF-8: the provider finds its own writes by comparing
+// the acquisition it reads back, and JSON turns invalid UTF-8 into U+FFFD.
 func WithLockedBy(id string) Option {
 	return func(o *options) error {
+		if utf8.RuneCountInString(id) > maxLockedBy || !utf8.ValidString(id) {
+			return fmt.Errorf("%w: shedlockk8s.WithLockedBy(%.40q): at most %d characters of valid UTF-8",
+				shedlock.ErrInvalidOption, id, maxLockedBy)
+		}
 		o.lockedBy = id
 		return nil
 	}

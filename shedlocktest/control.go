@@ -36,6 +36,7 @@ func RunControl(t *testing.T, newStore NewStoreFunc) {
 		{"PauseUntilEndsByItself", testPauseUntil},
 		{"PauseWhileHeld", testPauseWhileHeld},
 		{"PauseInvalid", testPauseInvalid},
+		{"PauseFarFuture", testPauseFarFuture},
 		{"RunNowCounts", testRunNowCounts},
 		{"RunNowConcurrent", testRunNowConcurrent},
 		{"RunDoneWhileHeld", testRunDone},

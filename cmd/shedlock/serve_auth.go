@@ -79,7 +79,7 @@ func (a *tokenAuth) loginHandler() http.Handler {
 				return
 			}
 			http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: a.session, Path: "/", HttpOnly: true,
-				Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+				Secure: overTLS(r), SameSite: http.SameSiteStrictMode})
 			w.Header().Set("Location", "./")
 			w.WriteHeader(http.StatusSeeOther)
 		default:
@@ -87,6 +87,15 @@ func (a *tokenAuth) loginHandler() http.Handler {
 			http.Error(w, "GET or POST", http.StatusMethodNotAllowed)
 		}
 	}))
+}
+
+// overTLS reports whether the browser reached the login over https: served
+// with TLS, or behind a TLS proxy (serve's own is plain HTTP), as the
+// browser's Origin or the proxy's X-Forwarded-Proto tells. A client that
+// forges either only makes its own cookie stricter.
+func overTLS(r *http.Request) bool {
+	return r.TLS != nil || strings.HasPrefix(r.Header.Get("Origin"), "https://") ||
+		strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
 }
 
 // logoutHandler ends the session (POST).

@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strings"
 	"time"
@@ -219,4 +220,23 @@ func BatchMembers(as []BatchArgs) func(name string) (int, bool) {
 		}
 		return found, found >= 0
 	}
+}
+
+// NameCounts reads the (name, count) rows of a run-requests query, as each
+// dialect's RunRequests returns them: rows and err as the query gave them.
+func NameCounts(rows *sql.Rows, err error) (map[string]int64, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var name string
+		var n int64
+		if err := rows.Scan(&name, &n); err != nil {
+			return nil, err
+		}
+		out[name] = n
+	}
+	return out, rows.Err()
 }

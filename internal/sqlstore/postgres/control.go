@@ -174,20 +174,7 @@ func (s *Store) RunRequests(ctx context.Context, names []string) (map[string]int
 	} else {
 		rows, err = s.db.QueryContext(ctx, cp.texts[pgRunRequests], textArray(names))
 	}
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := map[string]int64{}
-	for rows.Next() {
-		var name string
-		var n int64
-		if err := rows.Scan(&name, &n); err != nil {
-			return nil, err
-		}
-		out[name] = n
-	}
-	return out, rows.Err()
+	return sqlstore.NameCounts(rows, err)
 }
 
 // RunDone counts one run done while a's token holds the unexpired lock.
